@@ -1,0 +1,93 @@
+"""Make stock fairseq run on today's stack.  Applied once, on import of the plugin.
+
+1. torch >= 2.6 loads checkpoints with ``weights_only=True``.  fairseq checkpoints
+   hold an ``argparse.Namespace`` (legacy ``cfg.model``), and a multi-rank resume
+   broadcasts the loaded state, which holds omegaconf containers and fairseq's
+   ``_TensorPlaceholder``.  Exactly those classes are allowlisted; weights_only
+   stays on for everything else.
+2. numpy 2 removed ``np.compat`` and ``np.percentile(interpolation=)``, which the
+   translation dataset uses for ``--num-batch-buckets``.  The two fairseq call
+   sites are pointed at working equivalents; numpy itself is not touched.
+
+Every patch checks that it is needed, so on a fixed fairseq it does nothing.
+"""
+
+import argparse
+import types
+
+import numpy as np
+import torch
+
+_applied = False
+
+
+def checkpoint_safe_globals():
+    """The classes a fairseq checkpoint (and its multi-rank broadcast) pickles."""
+    from omegaconf import DictConfig, ListConfig
+    from omegaconf.base import ContainerMetadata, Metadata
+    from omegaconf.nodes import AnyNode
+
+    from fairseq.distributed.utils import _TensorPlaceholder
+
+    return [
+        argparse.Namespace,
+        DictConfig,
+        ListConfig,
+        ContainerMetadata,
+        Metadata,
+        AnyNode,
+        _TensorPlaceholder,
+    ]
+
+
+def _allowlist_checkpoint_classes():
+    add = getattr(torch.serialization, "add_safe_globals", None)
+    if add is not None:  # torch < 2.4 has no weights_only default to worry about
+        add(checkpoint_safe_globals())
+
+
+def _percentile_lower(values, q):
+    try:
+        return np.percentile(values, q, method="lower")
+    except TypeError:  # numpy < 1.22
+        return np.percentile(values, q, interpolation="lower")
+
+
+def get_buckets(sizes, num_buckets):
+    """fairseq.data.data_utils.get_buckets without the removed numpy keyword."""
+    return np.unique(_percentile_lower(sizes, np.linspace(0, 100, num_buckets + 1))[1:])
+
+
+class _NumpyWithCompat(types.ModuleType):
+    """numpy as seen by one fairseq module, plus the ``np.compat.long`` it uses."""
+
+    compat = types.SimpleNamespace(long=np.int64)
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def _fix_numpy2():
+    import fairseq.data.bucket_pad_length_dataset as bucket_pad
+    import fairseq.data.data_utils as data_utils
+    import fairseq.data.language_pair_dataset as language_pair
+    import fairseq.data.token_block_dataset as token_block
+
+    try:
+        np.percentile([1], [50], interpolation="lower")
+    except TypeError:
+        data_utils.get_buckets = get_buckets
+        bucket_pad.get_buckets = get_buckets
+    if not hasattr(np, "compat"):
+        for module in (language_pair, token_block):
+            if module.np is np:
+                module.np = _NumpyWithCompat("numpy")
+
+
+def apply():
+    global _applied
+    if _applied:
+        return
+    _allowlist_checkpoint_classes()
+    _fix_numpy2()
+    _applied = True

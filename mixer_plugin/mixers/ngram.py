@@ -1,0 +1,130 @@
+"""Multi-head neural n-gram (multiNN), Loem et al.
+
+Equation numbers are the Japanese paper's (``multinn-neighbors-enough.ja.txt``),
+which is the complete one; the English version's eq. (3)-(4) are JA (4)-(5).
+
+    x_t^(k) = x_t W_x^(k)                                          (6)
+    h_t^(k) = ReLU([x_{t-n+1}^(k); ...; x_{t+n-1}^(k)] W^(k))      (5)  encoder
+    h_t^(k) = ReLU([x_{t-n+1}^(k); ...; x_t^(k)] W^(k))                 decoder
+    x_global^(k) = max(x_1^(k), ..., x_L^(k))                       (7)
+    h_t^(k) = ReLU([x_{t-n+1}^(k); ...; x_{t+n-1}^(k); x_global^(k)] W^(k))   (8)
+    z_t = [h_t^(1); ...; h_t^(K)] W                                 (4)
+
+Readings the paper leaves open, each a named option (README, "multiNN readings"):
+  * ``proj=head`` (default): eq. (6), a per-head projection W_x^(k) to width d.
+    ``proj=none``: the English eq. (4), W^(k) applied to the raw concatenated x
+    (each head sees all D features; Sun & Iyyer's formulation).
+  * ``head_out=d`` (default): W^(k) maps to d, as W in R^{Kd x D} (eq. 4) requires.
+    ``head_out=D``: the shape the text gives W^(k) (R^{(2n-1)d x D}); then W is
+    R^{KD x D}.
+  * Neighbours outside the sentence (and padding) are zero vectors, so padding
+    never leaks into a window; the global max ignores padding.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from .base import State, TokenMixer
+from .registry import MixerContext, MixerSpecError, option, register_mixer
+
+
+@dataclass(frozen=True)
+class NgramOptions:
+    n: int = option(5, "context width: 2n-1 neighbours in the encoder, last n in the decoder")
+    heads: Optional[int] = option(None, "heads K (default: the layer's attention heads)")
+    head_dim: Optional[int] = option(None, "per-head width d (default: embed_dim / heads)")
+    global_context: bool = option(
+        False, "encoder only: add the max-pooled x_global^(k) (eq. 7-8)", key="global"
+    )
+    proj: str = option("head", "head: eq. (6) W_x^(k); none: raw x (EN eq. 4)", choices=("head", "none"))
+    head_out: str = option("d", "width of h_t^(k): d (default) or D", choices=("d", "D"))
+
+    def validate(self) -> Optional[str]:
+        if self.n < 1:
+            return f"option n must be >= 1, got {self.n}"
+        if self.heads is not None and self.heads < 1:
+            return f"option heads must be >= 1, got {self.heads}"
+        if self.head_dim is not None and self.head_dim < 1:
+            return f"option head_dim must be >= 1, got {self.head_dim}"
+        return None
+
+
+@register_mixer("ngram", NgramOptions)
+class NgramMixer(TokenMixer):
+    def __init__(self, ctx: MixerContext, opts: NgramOptions):
+        D = ctx.embed_dim
+        K = opts.heads or ctx.num_heads
+        if opts.head_dim is not None:
+            d = opts.head_dim
+        elif D % K:
+            raise MixerSpecError(f"ngram: embed_dim {D} is not divisible by heads {K}; set head_dim")
+        else:
+            d = D // K
+        d_in = D if opts.proj == "none" else d  # width of each x_t^(k)
+        d_out = d if opts.head_out == "d" else D  # width of each h_t^(k)
+        super().__init__(ctx, num_heads=K, head_dim=d_in, n=opts.n)
+        if opts.global_context and self.causal:
+            raise MixerSpecError(
+                "ngram option global is encoder-only: eq. (7) pools over the whole "
+                "sequence, which a decoder cannot see"
+            )
+        self.d_in, self.d_out = d_in, d_out
+        self.global_context = opts.global_context
+
+        # eq. (6): all K projections W_x^(k) in one matrix (no bias: a zero vector
+        # must mean "no neighbour" at sentence edges and padding)
+        self.in_proj = nn.Linear(D, K * d_in, bias=False) if opts.proj == "head" else None
+        # eq. (5): W^(k) in R^{(window * d) x d_out} for each head k
+        self.ngram_weight = nn.Parameter(torch.empty(K, self.window * d_in, d_out))
+        self.ngram_bias = nn.Parameter(torch.zeros(K, d_out))
+        # eq. (8): the rows of W^(k) that multiply x_global^(k), kept apart so the
+        # global term is computed once per sentence rather than once per position
+        self.global_weight = (
+            nn.Parameter(torch.empty(K, d_in, d_out)) if opts.global_context else None
+        )
+        # eq. (4): W in R^{K d_out x D}
+        self.out_proj = nn.Linear(K * d_out, D)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.in_proj is not None:
+            nn.init.xavier_uniform_(self.in_proj.weight)
+        fan_in = self.ngram_weight.size(1) + (self.d_in if self.global_context else 0)
+        bound = math.sqrt(6.0 / (fan_in + self.d_out))  # xavier over the whole W^(k)
+        nn.init.uniform_(self.ngram_weight, -bound, bound)
+        if self.global_weight is not None:
+            nn.init.uniform_(self.global_weight, -bound, bound)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def mix(self, x: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State]) -> Tensor:
+        T, B, _ = x.shape
+        K, d, W = self.num_heads, self.d_in, self.window
+        xk = self.in_proj(x) if self.in_proj is not None else x.repeat(1, 1, K)  # (T, B, K*d)
+        if key_padding_mask is not None:
+            pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
+            xk = xk.masked_fill(pad, 0.0)
+        win = self.neighbour_windows({"x": xk}, incremental_state)["x"]  # (T, B, K*d, W)
+        # concat over window slots, slot-major as in eq. (5): row w*d + j of W^(k)
+        win = win.reshape(T * B, K, d, W).transpose(2, 3).reshape(T * B, K, W * d)
+        h = torch.einsum("nki,kio->nko", win, self.ngram_weight)  # (T*B, K, d_out)
+        h = h + self.ngram_bias
+        if self.global_weight is not None:
+            g = self.global_max(xk, key_padding_mask).view(B, K, d)  # eq. (7)
+            hg = torch.einsum("bki,kio->bko", g, self.global_weight)  # (B, K, d_out)
+            h = h.view(T, B, K, self.d_out) + hg  # eq. (8), broadcast over t
+        h = torch.relu(h).reshape(T, B, K * self.d_out)  # concat heads
+        return self.out_proj(h)  # eq. (4)
+
+    @staticmethod
+    def global_max(xk: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
+        """eq. (7) over real tokens only: (T, B, C) -> (B, C)."""
+        if key_padding_mask is not None:
+            pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
+            xk = xk.masked_fill(pad, float("-inf"))
+        g = xk.max(dim=0).values
+        return torch.nan_to_num(g, neginf=0.0)  # an all-padding row (never real) -> 0

@@ -1,0 +1,209 @@
+"""``mixer_transformer``: fairseq's Transformer with a token mixer chosen per layer.
+
+Only the three attention slots change.  Embeddings, FFNs, layer norms, residuals,
+dropout, incremental decoding and checkpoint layout are the stock fairseq classes,
+so ``--encoder-mixers attn --decoder-mixers attn --decoder-cross-mixers attn`` is
+the stock ``transformer`` (same parameters, same initialisation).
+"""
+
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model
+from fairseq.models.transformer import (
+    TransformerDecoderBase,
+    TransformerEncoderBase,
+    TransformerModel,
+)
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import (
+    TransformerDecoderLayerBase,
+    TransformerEncoderLayerBase,
+)
+
+from ..mixers import LayerMixer, MixerContext, MixerSpecError, Role, build_mixer, resolve_layers
+from ..mixers.registry import parse_mixer_list
+
+MIXER_FLAGS = {
+    Role.ENCODER_SELF: ("encoder_mixers", "--encoder-layers"),
+    Role.DECODER_SELF: ("decoder_mixers", "--decoder-layers"),
+    Role.DECODER_CROSS: ("decoder_cross_mixers", "--decoder-layers"),
+}
+
+
+def _spec_type(flag):
+    """argparse ``type=``: syntax, names and options are checked at parse time."""
+
+    def check(text):
+        import argparse
+
+        try:
+            parse_mixer_list(flag, text)
+        except MixerSpecError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+
+    return check
+
+
+def add_mixer_args(parser):
+    for role, (dest, layers_flag) in MIXER_FLAGS.items():
+        parser.add_argument(
+            role.flag,
+            dest=dest,
+            type=_spec_type(role.flag),
+            metavar="SPECS",
+            help=f"token mixer per layer ({role.value}): NAME[:KEY=VALUE...][*COUNT], "
+            f"comma-separated; one entry for all layers or one per layer ({layers_flag})",
+        )
+
+
+def layer_mixers(cfg, role: Role):
+    """The per-layer mixer list of one role, validated against the layer count."""
+    dest, layers_flag = MIXER_FLAGS[role]
+    layers = cfg.encoder.layers if role is Role.ENCODER_SELF else cfg.decoder.layers
+    return resolve_layers(role.flag, getattr(cfg, dest, None) or "attn", layers, layers_flag)
+
+
+class _LayerCounter:
+    """Stock encoders/decoders build layers with ``build_*_layer(cfg)`` and no index;
+    the mixers of layer i are those of the i-th call."""
+
+    def _next_layer(self, cfg, *roles: Role):
+        if not hasattr(self, "_layers_built"):
+            self._layers_built = 0
+            self._role_mixers = {role: layer_mixers(cfg, role) for role in roles}
+        i = self._layers_built
+        self._layers_built += 1
+        return (i,) + tuple(self._role_mixers[role][i] for role in roles)
+
+    @staticmethod
+    def _wrap(layer, cfg):
+        # what the stock build_*_layer does after constructing the layer
+        checkpoint = cfg.checkpoint_activations
+        if checkpoint:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint else 0
+        return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
+
+
+class MixerEncoderLayer(TransformerEncoderLayerBase):
+    def __init__(self, cfg, layer_index: int, mixer: LayerMixer, return_fc=False):
+        # plain attributes set before nn.Module.__init__ on purpose: the stock
+        # __init__ calls build_self_attention, which needs them
+        self.layer_index = layer_index
+        self.mixer = mixer
+        super().__init__(cfg, return_fc=return_fc)
+
+    def build_self_attention(self, embed_dim, cfg):
+        ctx = MixerContext(
+            role=Role.ENCODER_SELF,
+            layer_index=self.layer_index,
+            embed_dim=embed_dim,
+            kv_dim=embed_dim,
+            num_heads=cfg.encoder.attention_heads,
+            attention_dropout=cfg.attention_dropout,
+            build_stock=lambda: super(MixerEncoderLayer, self).build_self_attention(embed_dim, cfg),
+        )
+        return build_mixer(self.mixer, ctx)
+
+
+class MixerDecoderLayer(TransformerDecoderLayerBase):
+    def __init__(
+        self,
+        cfg,
+        layer_index: int,
+        self_mixer: LayerMixer,
+        cross_mixer: LayerMixer,
+        no_encoder_attn=False,
+        add_bias_kv=False,
+        add_zero_attn=False,
+    ):
+        self.layer_index = layer_index  # set before nn.Module.__init__: see encoder layer
+        self.self_mixer = self_mixer
+        self.cross_mixer = cross_mixer
+        if cfg.cross_self_attention and self.self_mixer.name != "attn":
+            raise MixerSpecError(
+                f"--cross-self-attention needs attn decoder self-mixers, "
+                f"--decoder-mixers gives {self.self_mixer.name} at layer {layer_index}"
+            )
+        super().__init__(cfg, no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        ctx = MixerContext(
+            role=Role.DECODER_SELF,
+            layer_index=self.layer_index,
+            embed_dim=embed_dim,
+            kv_dim=embed_dim,
+            num_heads=cfg.decoder.attention_heads,
+            attention_dropout=cfg.attention_dropout,
+            build_stock=lambda: super(MixerDecoderLayer, self).build_self_attention(
+                embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn
+            ),
+        )
+        return build_mixer(self.self_mixer, ctx)
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        ctx = MixerContext(
+            role=Role.DECODER_CROSS,
+            layer_index=self.layer_index,
+            embed_dim=embed_dim,
+            kv_dim=cfg.encoder.embed_dim,
+            num_heads=cfg.decoder.attention_heads,
+            attention_dropout=cfg.attention_dropout,
+            build_stock=lambda: super(MixerDecoderLayer, self).build_encoder_attention(embed_dim, cfg),
+        )
+        return build_mixer(self.cross_mixer, ctx)
+
+
+class MixerTransformerEncoder(_LayerCounter, TransformerEncoderBase):
+    def build_encoder_layer(self, cfg):
+        i, mixer = self._next_layer(cfg, Role.ENCODER_SELF)
+        layer = MixerEncoderLayer(cfg, i, mixer, return_fc=self.return_fc)
+        return self._wrap(layer, cfg)
+
+
+class MixerTransformerDecoder(_LayerCounter, TransformerDecoderBase):
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        i, self_mixer, cross_mixer = self._next_layer(cfg, Role.DECODER_SELF, Role.DECODER_CROSS)
+        layer = MixerDecoderLayer(cfg, i, self_mixer, cross_mixer, no_encoder_attn)
+        return self._wrap(layer, cfg)
+
+
+@register_model("mixer_transformer")
+class MixerTransformerModel(TransformerModel):
+    """Transformer whose attention slots are token mixers, chosen per layer with
+    ``--encoder-mixers``, ``--decoder-mixers`` and ``--decoder-cross-mixers``."""
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_mixer_args(parser)
+
+    @classmethod
+    def build_model(cls, args, task):
+        from .architectures import mixer_base_architecture
+
+        mixer_base_architecture(args)
+        if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
+            raise MixerSpecError("--encoder/decoder-layers-to-keep is not supported by mixer_transformer")
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, cfg, src_dict, embed_tokens):
+        return MixerTransformerEncoder(cfg, src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, cfg, tgt_dict, embed_tokens):
+        return MixerTransformerDecoder(
+            cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention
+        )
+
+    def mixer_summary(self):
+        """One line per layer: which mixer fills each slot (logged at build)."""
+        lines = []
+        for i, layer in enumerate(self.encoder.layers):
+            lines.append(f"encoder.{i}: self={layer.mixer.describe()}")
+        for i, layer in enumerate(self.decoder.layers):
+            lines.append(
+                f"decoder.{i}: self={layer.self_mixer.describe()} cross={layer.cross_mixer.describe()}"
+            )
+        return lines
