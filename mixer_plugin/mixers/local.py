@@ -66,11 +66,13 @@ class LocalAttention(TokenMixer):
         k = win["k"].reshape(T, B, H, d, W)  # (T, B, C, W) -> (T, B, H, d, W)
         v = win["v"].reshape(T, B, H, d, W)
         q = q.view(T, B, H, d)
-        scores = torch.einsum("tbhd,tbhdw->tbhw", q, k).float()  # (T, B, H, W)
+        scores = torch.einsum("tbhd,tbhdw->tbhw", q, k)  # (T, B, H, W)
+        # softmax in fp32 at least (fp16/bf16 logits overflow); fp64 stays fp64
+        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
         allowed = win["valid"].view(T, B, 1, W) > 0.5
         # a finite floor instead of -inf: a padding query whose whole window is
         # padding gets uniform (ignored) weights rather than NaN
-        scores = scores.masked_fill(~allowed, torch.finfo(torch.float32).min)
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         probs = F.softmax(scores, dim=-1).type_as(q)
         probs = self.dropout(probs)
         out = torch.einsum("tbhw,tbhdw->tbhd", probs, v).reshape(T, B, D)

@@ -1,0 +1,91 @@
+"""Test cases generated from the registry: every registered mixer, in every role it
+supports, with its default options, plus the named readings of its options.
+
+A newly registered mixer is picked up automatically; add an entry to
+``READINGS`` for options that change the computation."""
+
+from typing import List, NamedTuple
+
+import torch
+from fairseq.modules import MultiheadAttention
+
+from mixer_plugin.mixers import MIXER_REGISTRY, MixerContext, Role, build_mixer
+from mixer_plugin.mixers.registry import parse_item
+
+D, H = 16, 4  # small, so fp64 naive loops stay fast
+
+# option readings worth testing beyond the defaults: {name: [(spec, roles or None)]}
+READINGS = {
+    "ngram": [
+        ("ngram:global=1", {Role.ENCODER_SELF}),
+        ("ngram:n=1", None),
+        ("ngram:n=3:heads=1", None),  # Sun & Iyyer: one head
+        ("ngram:proj=none:heads=2", None),  # EN eq. (4): W^(k) on raw x
+        ("ngram:head_out=D:global=1", {Role.ENCODER_SELF}),
+        ("ngram:head_dim=3:heads=2", None),
+    ],
+    "local": [("local:n=1", None), ("local:n=3:heads=2", None)],
+}
+
+
+class Case(NamedTuple):
+    spec: str
+    role: Role
+
+    @property
+    def id(self):
+        return f"{self.spec}@{self.role.value}"
+
+
+def all_cases() -> List[Case]:
+    cases = []
+    for name, entry in sorted(MIXER_REGISTRY.items()):
+        for role in sorted(entry.roles, key=lambda r: r.value):
+            cases.append(Case(name, role))
+        for spec, roles in READINGS.get(name, []):
+            for role in sorted(roles or entry.roles, key=lambda r: r.value):
+                cases.append(Case(spec, role))
+    return cases
+
+
+def stock_attention(role: Role, dropout: float = 0.0):
+    if role is Role.DECODER_CROSS:
+        return MultiheadAttention(D, H, kdim=D, vdim=D, dropout=dropout, encoder_decoder_attention=True)
+    return MultiheadAttention(D, H, dropout=dropout, self_attention=True)
+
+
+def make_mixer(case: Case, dtype=torch.float64, dropout: float = 0.0, seed: int = 0):
+    torch.manual_seed(seed)
+    ctx = MixerContext(
+        role=case.role,
+        layer_index=0,
+        embed_dim=D,
+        kv_dim=D,
+        num_heads=H,
+        attention_dropout=dropout,
+        build_stock=lambda: stock_attention(case.role, dropout),
+    )
+    module = build_mixer(parse_item(case.role.flag, case.spec), ctx)
+    return module.to(dtype).eval()
+
+
+def future_mask(T: int, dtype=torch.float64):
+    return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype), 1)
+
+
+def run(module, case: Case, x, enc=None, key_padding_mask=None, enc_padding_mask=None, incremental_state=None):
+    """Call a mixer the way the stock fairseq layers do for its role."""
+    if case.role is Role.DECODER_CROSS:
+        out, _ = module(
+            query=x, key=enc, value=enc, key_padding_mask=enc_padding_mask,
+            incremental_state=incremental_state, static_kv=True,
+        )
+        return out
+    attn_mask = None
+    if case.role is Role.DECODER_SELF and incremental_state is None:
+        attn_mask = future_mask(x.size(0), x.dtype)
+    out, _ = module(
+        query=x, key=x, value=x, key_padding_mask=key_padding_mask,
+        incremental_state=incremental_state, attn_mask=attn_mask,
+    )
+    return out
