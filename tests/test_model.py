@@ -1,0 +1,161 @@
+"""The model around the mixers: stock numerics for `attn`, named archs, spec errors,
+model-level incremental decoding and beam search, and the stack fixes."""
+
+import argparse
+import io
+
+import pytest
+import torch
+
+import mixer_plugin  # noqa: F401  (registers everything)
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.sequence_generator import SequenceGenerator
+from mixer_plugin.build import _Task, build, model_args, num_params
+from mixer_plugin.mixers import MixerSpecError
+from mixer_plugin.models.architectures import ARCHITECTURES
+
+TINY = ["--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "4",
+        "--decoder-embed-dim", "32", "--decoder-ffn-embed-dim", "64", "--decoder-attention-heads", "4",
+        "--dropout", "0", "--share-all-embeddings"]
+EVERY_MIXER = ["--encoder-mixers", "ngram:global=1,local", "--decoder-mixers", "ngram:n=3,local:n=2"]
+
+
+def test_all_attn_is_the_stock_transformer():
+    """Same parameter names, shapes, initial values and outputs as fairseq's transformer."""
+    torch.manual_seed(0)
+    ours = build("mixer_small_attn", 50, TINY)
+    args = model_args("transformer", TINY + ["--encoder-layers", "2", "--decoder-layers", "2"])
+    torch.manual_seed(0)
+    stock = ARCH_MODEL_REGISTRY["transformer"].build_model(args, _Task(50))
+    a, b = ours.state_dict(), stock.state_dict()
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    ours.eval(), stock.eval()
+    src = torch.randint(4, 50, (2, 6))
+    prev = torch.randint(4, 50, (2, 5))
+    lens = torch.tensor([6, 6])
+    assert torch.equal(ours(src, lens, prev)[0], stock(src, lens, prev)[0])
+
+
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_named_architectures_build_and_run(arch):
+    model = build(arch, 64, ["--share-all-embeddings"]).eval()
+    assert num_params(model) > 0
+    src = torch.randint(4, 64, (1, 5))
+    out = model(src, torch.tensor([5]), torch.randint(4, 64, (1, 4)))[0]
+    assert out.shape == (1, 4, 64) and torch.isfinite(out).all()
+
+
+def test_mixer_summary_reflects_specs():
+    model = build("mixer_small_hybrid", 50, TINY + EVERY_MIXER)
+    assert model.mixer_summary() == [
+        "encoder.0: self=ngram:global=1",
+        "encoder.1: self=local",
+        "decoder.0: self=ngram:n=3 cross=attn",
+        "decoder.1: self=local:n=2 cross=attn",
+    ]
+
+
+BAD_SPECS = [
+    (["--encoder-mixers", "ngram,ngram,ngram"], "--encoder-mixers"),  # 3 specs, 2 layers
+    (["--decoder-mixers", "ngram:global=1"], "--decoder-mixers"),  # encoder-only option
+    (["--decoder-cross-mixers", "ngram"], "--decoder-cross-mixers"),  # role not supported
+    (["--encoder-mixers", "ngram:heads=3"], "--encoder-mixers"),  # 32 % 3 != 0
+    (["--decoder-mixers", "local", "--cross-self-attention"], "--cross-self-attention"),
+]
+
+
+@pytest.mark.parametrize("extra,flag", BAD_SPECS, ids=[" ".join(e) for e, _ in BAD_SPECS])
+def test_bad_specs_fail_at_build_naming_the_flag(extra, flag):
+    with pytest.raises(MixerSpecError) as e:
+        build("mixer_small_attn", 50, TINY + extra)
+    message = str(e.value)
+    assert flag in message and "\n" not in message
+
+
+SYNTAX_ERRORS = ["foo", "ngram:n=0", "ngram:foo=1", "ngram:n=x", "ngram*0", "ngram:proj=other", "local:n"]
+
+
+@pytest.mark.parametrize("spec", SYNTAX_ERRORS)
+def test_bad_spec_syntax_is_an_argparse_error(spec, capsys):
+    with pytest.raises(SystemExit):
+        model_args("mixer_small_attn", ["--encoder-mixers", spec])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --encoder-mixers" in err, err
+
+
+def _hybrid(seed=0):
+    torch.manual_seed(seed)
+    return build("mixer_small_hybrid", 60, TINY + EVERY_MIXER).double().eval()
+
+
+def test_model_incremental_decoding_equals_full_forward():
+    model = _hybrid()
+    src = torch.randint(4, 60, (3, 7))
+    src[0, :3] = model.encoder.padding_idx  # fairseq left-pads sources
+    lens = (src != model.encoder.padding_idx).sum(1)
+    prev = torch.randint(4, 60, (3, 6))
+    enc = model.encoder(src, lens)
+    full = model.decoder(prev, enc)[0]
+    state = {}
+    steps = [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-6)
+
+
+def test_beam_search_matches_full_forward_scores():
+    """Beam search through fairseq's SequenceGenerator (incremental state, beam
+    reordering) scores each hypothesis as a full forward pass does."""
+    model = _hybrid(1)
+    d = Dictionary()
+    for i in range(60 - len(d)):
+        d.add_symbol(f"w{i}")
+    gen = SequenceGenerator([model], d, beam_size=4, max_len_b=8, min_len=8)
+    src = torch.randint(4, 60, (2, 6))
+    lens = torch.tensor([6, 6])
+    hyps = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lens}})
+    for b, beams in enumerate(hyps):
+        assert len(beams) == 4
+        for hyp in beams:
+            tokens = hyp["tokens"]
+            prev = torch.cat([tokens.new([d.eos()]), tokens[:-1]]).unsqueeze(0)
+            logits = model(src[b : b + 1], lens[b : b + 1], prev)[0]
+            lprobs = torch.log_softmax(logits.float(), -1)[0]
+            pos = lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1)
+            torch.testing.assert_close(pos.float(), hyp["positional_scores"].float(), rtol=1e-4, atol=1e-4)
+
+
+class NotAllowlisted:
+    pass
+
+
+def test_checkpoint_classes_load_with_weights_only():
+    state = {"args": argparse.Namespace(arch="mixer_small_attn"), "model": {"w": torch.ones(2)}}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=True)
+    assert loaded["args"].arch == "mixer_small_attn"
+
+    buf = io.BytesIO()
+    torch.save({"x": NotAllowlisted()}, buf)
+    buf.seek(0)
+    with pytest.raises(Exception):  # weights_only is still on for anything else
+        torch.load(buf, weights_only=True)
+
+
+def test_numpy2_bucketing_fixes():
+    import numpy as np
+    from fairseq.data import data_utils
+    from fairseq.data.language_pair_dataset import LanguagePairDataset
+
+    sizes = np.array([3, 9, 4, 12, 7, 5, 8, 10])
+    buckets = data_utils.get_buckets(sizes, 4)
+    assert list(buckets) == sorted(set(buckets)) and buckets[-1] == 12
+
+    d = Dictionary()
+    for w in "abcdefgh":
+        d.add_symbol(w)
+    src = [torch.tensor([d.index("a")] * int(n) + [d.eos()]) for n in sizes]
+    ds = LanguagePairDataset(src, sizes + 1, d, tgt=src, tgt_sizes=sizes + 1, tgt_dict=d, num_buckets=3)
+    assert ds.buckets is not None and len(ds.buckets) <= 3
