@@ -6,6 +6,8 @@ so ``--encoder-mixers attn --decoder-mixers attn --decoder-cross-mixers attn`` i
 the stock ``transformer`` (same parameters, same initialisation).
 """
 
+import logging
+
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model
 from fairseq.models.transformer import (
@@ -21,6 +23,8 @@ from fairseq.modules.transformer_layer import (
 
 from ..mixers import LayerMixer, MixerContext, MixerSpecError, Role, build_mixer, resolve_layers
 from ..mixers.registry import parse_mixer_list
+
+logger = logging.getLogger(__name__)
 
 MIXER_FLAGS = {
     Role.ENCODER_SELF: ("encoder_mixers", "--encoder-layers"),
@@ -185,7 +189,10 @@ class MixerTransformerModel(TransformerModel):
         mixer_base_architecture(args)
         if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
             raise MixerSpecError("--encoder/decoder-layers-to-keep is not supported by mixer_transformer")
-        return super().build_model(args, task)
+        model = super().build_model(args, task)
+        for line in model.mixer_summary():
+            logger.info(line)
+        return model
 
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
