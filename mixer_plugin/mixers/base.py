@@ -100,34 +100,35 @@ class TokenMixer(FairseqIncrementalState, nn.Module):
         return incremental_state
 
     # ---------------------------------------------------------------- windows
-    def neighbour_windows(
+    def with_context(
         self,
         streams: Dict[str, Tensor],
         incremental_state: Optional[State],
     ) -> Dict[str, Tensor]:
-        """Sliding windows over each ``(T, B, C)`` stream: ``(T, B, C, W)`` views.
+        """Each ``(T, B, C)`` stream extended to ``(T + W - 1, B, C)`` so that the
+        window of output position t is rows ``t .. t+W-1``: row ``t + w`` holds
+        position ``t - (n-1) + w``.  The last slot of a decoder window is t itself;
+        the middle slot of an encoder window is t.
 
-        Window slot ``w`` of position ``t`` holds position ``t - (n-1) + w``, so the
-        last slot of a decoder window is t itself and the middle slot of an encoder
-        window is t.  Positions outside the sequence are zeros; callers that need to
-        tell them apart pass a validity stream (1 inside, 0 outside or padding).
+        Positions outside the sequence are zeros (callers that must tell them from
+        real tokens pass a validity stream: 1 for a token, 0 for outside/padding).
+        A decoder takes its n-1 rows of history from ``incremental_state`` and
+        stores the last n-1 rows back, which is all it ever needs.
         """
         h = self.n - 1
         out = {}
-        if self.causal:
-            buffer = self._get_input_buffer(incremental_state)
+        if not self.causal:
             for name, x in streams.items():
-                prev = buffer.get(name) if incremental_state is not None else None
-                if prev is None:
-                    prev = x.new_zeros((h,) + x.shape[1:])  # (n-1, B, C): before t=0
-                full = torch.cat([prev, x], dim=0)  # (n-1+T, B, C)
-                if incremental_state is not None:
-                    buffer[name] = full[full.size(0) - h :]  # the last n-1 rows only
-                out[name] = full.unfold(0, self.window, 1)  # (T, B, C, n)
+                out[name] = F.pad(x, (0, 0, 0, 0, h, h))  # (h + T + h, B, C)
+            return out
+        buffer = self._get_input_buffer(incremental_state)
+        for name, x in streams.items():
+            prev = buffer.get(name) if incremental_state is not None else None
+            if prev is None:
+                prev = x.new_zeros((h,) + x.shape[1:])  # (n-1, B, C): before t=0
+            out[name] = torch.cat([prev, x], dim=0)  # (n-1+T, B, C)
             if incremental_state is not None:
-                self._set_input_buffer(incremental_state, buffer)
-        else:
-            for name, x in streams.items():
-                full = F.pad(x, (0, 0, 0, 0, h, h))  # (T+2n-2, B, C)
-                out[name] = full.unfold(0, self.window, 1)  # (T, B, C, 2n-1)
+                buffer[name] = out[name][out[name].size(0) - h :]  # the last n-1 rows
+        if incremental_state is not None:
+            self._set_input_buffer(incremental_state, buffer)
         return out

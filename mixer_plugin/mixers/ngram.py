@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import State, TokenMixer
@@ -108,10 +109,12 @@ class NgramMixer(TokenMixer):
         if key_padding_mask is not None:
             pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
             xk = xk.masked_fill(pad, 0.0)
-        win = self.neighbour_windows({"x": xk}, incremental_state)["x"]  # (T, B, K*d, W)
-        # concat over window slots, slot-major as in eq. (5): row w*d + j of W^(k)
-        win = win.reshape(T * B, K, d, W).transpose(2, 3).reshape(T * B, K, W * d)
-        h = torch.einsum("nki,kio->nko", win, self.ngram_weight)  # (T*B, K, d_out)
+        ext = self.with_context({"x": xk}, incremental_state)["x"]  # (T+W-1, B, K*d)
+        # eq. (5) for all t and k at once: the concatenation of W neighbours times
+        # W^(k) is a grouped 1-D convolution (one group per head, kernel size W)
+        # over the context-extended sequence, so the (T, W*d) windows are never built
+        h = F.conv1d(ext.permute(1, 2, 0), self.conv_weight(), groups=K)  # (B, K*d_out, T)
+        h = h.permute(2, 0, 1).reshape(T * B, K, self.d_out)  # (T*B, K, d_out)
         h = h + self.ngram_bias
         if self.global_weight is not None:
             g = self.global_max(xk, key_padding_mask).view(B, K, d)  # eq. (7)
@@ -119,6 +122,13 @@ class NgramMixer(TokenMixer):
             h = h.view(T, B, K, self.d_out) + hg  # eq. (8), broadcast over t
         h = torch.relu(h).reshape(T, B, K * self.d_out)  # concat heads
         return self.out_proj(h)  # eq. (4)
+
+    def conv_weight(self) -> Tensor:
+        """W^(k) as conv1d weight: row ``w*d + i`` of W^(k) (slot w, feature i, as
+        concatenated in eq. 5) -> weight[k*d_out + o, i, w]."""
+        K, W, d = self.num_heads, self.window, self.d_in
+        w = self.ngram_weight.view(K, W, d, self.d_out)  # (K, W, d, d_out)
+        return w.permute(0, 3, 2, 1).reshape(K * self.d_out, d, W)
 
     @staticmethod
     def global_max(xk: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
