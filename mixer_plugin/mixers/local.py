@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import State, TokenMixer
-from .registry import MixerContext, MixerSpecError, option, register_mixer
+from .registry import MixerContext, MixerSpecError, check_positive, option, register_mixer
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,7 @@ class LocalOptions:
     heads: Optional[int] = option(None, "heads (default: the layer's attention heads)")
 
     def validate(self) -> Optional[str]:
-        if self.n < 1:
-            return f"option n must be >= 1, got {self.n}"
-        if self.heads is not None and self.heads < 1:
-            return f"option heads must be >= 1, got {self.heads}"
-        return None
+        return check_positive(self, "n", "heads")
 
 
 @register_mixer("local", LocalOptions)

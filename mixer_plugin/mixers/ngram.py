@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import State, TokenMixer
-from .registry import MixerContext, MixerSpecError, option, register_mixer
+from .registry import MixerContext, MixerSpecError, check_positive, option, register_mixer
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,7 @@ class NgramOptions:
     head_out: str = option("d", "width of h_t^(k): d (default) or D", choices=("d", "D"))
 
     def validate(self) -> Optional[str]:
-        if self.n < 1:
-            return f"option n must be >= 1, got {self.n}"
-        if self.heads is not None and self.heads < 1:
-            return f"option heads must be >= 1, got {self.heads}"
-        if self.head_dim is not None and self.head_dim < 1:
-            return f"option head_dim must be >= 1, got {self.head_dim}"
-        return None
+        return check_positive(self, "n", "heads", "head_dim")
 
 
 @register_mixer("ngram", NgramOptions)

@@ -99,6 +99,15 @@ def option(default, help: str, key: Optional[str] = None, choices=None):
     )
 
 
+def check_positive(opts, *names: str) -> Optional[str]:
+    """For ``validate()``: the first named option that is set and < 1, as a message."""
+    for name in names:
+        value = getattr(opts, name)
+        if value is not None and value < 1:
+            return f"option {name} must be >= 1, got {value}"
+    return None
+
+
 def spec_key(f: dataclasses.Field) -> str:
     return f.metadata.get("key") or f.name
 

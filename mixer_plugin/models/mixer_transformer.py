@@ -89,6 +89,18 @@ class _LayerCounter:
         return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
 
+def _context(role: Role, layer_index: int, embed_dim: int, kv_dim: int, num_heads: int, cfg, build_stock):
+    return MixerContext(
+        role=role,
+        layer_index=layer_index,
+        embed_dim=embed_dim,
+        kv_dim=kv_dim,
+        num_heads=num_heads,
+        attention_dropout=cfg.attention_dropout,
+        build_stock=build_stock,
+    )
+
+
 class MixerEncoderLayer(TransformerEncoderLayerBase):
     def __init__(self, cfg, layer_index: int, mixer: LayerMixer, return_fc=False):
         # plain attributes set before nn.Module.__init__ on purpose: the stock
@@ -98,15 +110,8 @@ class MixerEncoderLayer(TransformerEncoderLayerBase):
         super().__init__(cfg, return_fc=return_fc)
 
     def build_self_attention(self, embed_dim, cfg):
-        ctx = MixerContext(
-            role=Role.ENCODER_SELF,
-            layer_index=self.layer_index,
-            embed_dim=embed_dim,
-            kv_dim=embed_dim,
-            num_heads=cfg.encoder.attention_heads,
-            attention_dropout=cfg.attention_dropout,
-            build_stock=lambda: super(MixerEncoderLayer, self).build_self_attention(embed_dim, cfg),
-        )
+        stock = lambda: super(MixerEncoderLayer, self).build_self_attention(embed_dim, cfg)  # noqa: E731
+        ctx = _context(Role.ENCODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.encoder.attention_heads, cfg, stock)
         return build_mixer(self.mixer, ctx)
 
 
@@ -132,28 +137,16 @@ class MixerDecoderLayer(TransformerDecoderLayerBase):
         super().__init__(cfg, no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        ctx = MixerContext(
-            role=Role.DECODER_SELF,
-            layer_index=self.layer_index,
-            embed_dim=embed_dim,
-            kv_dim=embed_dim,
-            num_heads=cfg.decoder.attention_heads,
-            attention_dropout=cfg.attention_dropout,
-            build_stock=lambda: super(MixerDecoderLayer, self).build_self_attention(
-                embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn
-            ),
+        stock = lambda: super(MixerDecoderLayer, self).build_self_attention(  # noqa: E731
+            embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn
         )
+        ctx = _context(Role.DECODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.decoder.attention_heads, cfg, stock)
         return build_mixer(self.self_mixer, ctx)
 
     def build_encoder_attention(self, embed_dim, cfg):
-        ctx = MixerContext(
-            role=Role.DECODER_CROSS,
-            layer_index=self.layer_index,
-            embed_dim=embed_dim,
-            kv_dim=cfg.encoder.embed_dim,
-            num_heads=cfg.decoder.attention_heads,
-            attention_dropout=cfg.attention_dropout,
-            build_stock=lambda: super(MixerDecoderLayer, self).build_encoder_attention(embed_dim, cfg),
+        stock = lambda: super(MixerDecoderLayer, self).build_encoder_attention(embed_dim, cfg)  # noqa: E731
+        ctx = _context(
+            Role.DECODER_CROSS, self.layer_index, embed_dim, cfg.encoder.embed_dim, cfg.decoder.attention_heads, cfg, stock
         )
         return build_mixer(self.cross_mixer, ctx)
 
