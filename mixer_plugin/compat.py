@@ -2,9 +2,11 @@
 
 1. torch >= 2.6 loads checkpoints with ``weights_only=True``.  fairseq checkpoints
    hold an ``argparse.Namespace`` (legacy ``cfg.model``), and a multi-rank resume
-   broadcasts the loaded state, which holds omegaconf containers and fairseq's
-   ``_TensorPlaceholder``.  Exactly those classes are allowlisted; weights_only
-   stays on for everything else.
+   broadcasts the loaded state (``torch.save``/``torch.load`` of a pickle), which
+   holds omegaconf containers, the plain types their metadata refers to, and
+   fairseq's ``_TensorPlaceholder``.  Exactly the globals those pickles name are
+   allowlisted (see :func:`checkpoint_safe_globals`); weights_only stays on for
+   everything else.
 2. numpy 2 removed ``np.compat`` and ``np.percentile(interpolation=)``, which the
    translation dataset uses for ``--num-batch-buckets``.  The two fairseq call
    sites are pointed at working equivalents; numpy itself is not touched.
@@ -22,7 +24,24 @@ _applied = False
 
 
 def checkpoint_safe_globals():
-    """The classes a fairseq checkpoint (and its multi-rank broadcast) pickles."""
+    """The globals a fairseq checkpoint (and its multi-rank broadcast) pickles.
+
+    Found empirically (tests/test_ddp.py, tests/test_cli.py) with omegaconf 2.3 and
+    fairseq 0.12.3: every GLOBAL in the pickles below, nothing else.
+
+    * checkpoint file (``torch.save`` in fairseq.checkpoint_utils): only
+      ``argparse.Namespace`` (``cfg["model"]``) is outside torch's defaults.
+    * rank 0 -> other ranks on resume (fairseq.distributed.utils.broadcast_object):
+      ``cfg`` is a DictConfig again by then, so the pickle also names
+      DictConfig/ListConfig, their ContainerMetadata and the AnyNode leaves with
+      their Metadata; that metadata refers to ``typing.Any`` (ref/key/element
+      type), ``dict``/``list`` (object_type), ``int`` (a ListConfig's key_type)
+      and holds a ``collections.defaultdict(dict)`` (resolver_cache); tensors
+      travel separately, replaced by ``_TensorPlaceholder``.
+    """
+    import collections
+    import typing
+
     from omegaconf import DictConfig, ListConfig
     from omegaconf.base import ContainerMetadata, Metadata
     from omegaconf.nodes import AnyNode
@@ -36,6 +55,11 @@ def checkpoint_safe_globals():
         ContainerMetadata,
         Metadata,
         AnyNode,
+        typing.Any,
+        dict,
+        list,
+        int,
+        collections.defaultdict,
         _TensorPlaceholder,
     ]
 

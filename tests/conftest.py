@@ -1,0 +1,171 @@
+"""Shared fixtures for the end-to-end tests (tests/test_cli.py, tests/test_ddp.py).
+
+Everything here goes through fairseq's stock command-line tools in subprocesses, the
+way a user runs the plugin.  The data is a small slice of the bundled EN-DE sample
+(data/en-de-sample/), preprocessed once per session with whitespace tokenisation.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+E2E_REPO = Path(__file__).resolve().parents[1]
+E2E_SAMPLE = E2E_REPO / "data" / "en-de-sample"
+E2E_USER_DIR = str(E2E_REPO / "mixer_plugin")
+
+# small and quick: sentence pairs taken from the start of each split of the sample,
+# skipping pairs with a side longer than E2E_MAX_WORDS (keeps batches cheap)
+E2E_SIZES = {"train": 2000, "valid": 100, "test": 50}
+E2E_MAX_WORDS = 50
+E2E_VOCAB = 2000
+
+# A tiny 3+3-layer hybrid that uses every mixer in every role it supports:
+# encoder self = ngram with global context, local, attn; decoder self = ngram,
+# local, attn; cross = attn.
+E2E_MODEL_ARGS = [
+    "--user-dir", E2E_USER_DIR,
+    "--task", "translation", "--source-lang", "en", "--target-lang", "de",
+    "--arch", "mixer_small_hybrid",
+    "--encoder-layers", "3", "--decoder-layers", "3",
+    "--encoder-mixers", "ngram:global=1,local,attn",
+    "--decoder-mixers", "ngram,local,attn",
+    "--decoder-cross-mixers", "attn",
+    "--encoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128", "--encoder-attention-heads", "4",
+    "--decoder-embed-dim", "64", "--decoder-ffn-embed-dim", "128", "--decoder-attention-heads", "4",
+    "--share-all-embeddings",
+]  # fmt: skip
+
+E2E_TRAIN_ARGS = [
+    "--cpu", "--seed", "1", "--num-workers", "0",
+    "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "1e-3",
+    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
+    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "--max-tokens", "2000",
+    "--no-progress-bar", "--log-format", "simple", "--log-interval", "1",
+    "--no-epoch-checkpoints",
+]  # fmt: skip
+
+
+def e2e_env(**extra):
+    """One OpenMP thread per process (2-core machine, other jobs running), and the
+    repo importable for --user-dir and the DDP wrapper."""
+    env = dict(os.environ)
+    env.update(
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONUNBUFFERED="1",
+        PYTHONWARNINGS="ignore",
+        FAIRSEQ_PYTHON=sys.executable,
+        CUDA_VISIBLE_DEVICES="",
+    )
+    env.update(extra)
+    return env
+
+
+def e2e_describe(proc, argv):
+    def tail(text, n=6000):
+        return text if len(text) <= n else "...\n" + text[-n:]
+
+    return (
+        f"command: {' '.join(map(str, argv))}\nexit status: {proc.returncode}\n"
+        f"---- stdout (tail) ----\n{tail(proc.stdout)}\n---- stderr (tail) ----\n{tail(proc.stderr)}"
+    )
+
+
+def e2e_popen(argv, *, env=None, cwd=None, stdin=None):
+    """Start a command in its own process group (so a hung torchrun can be ended
+    together with its ranks), capturing stdout and stderr as text."""
+    return subprocess.Popen(
+        [str(a) for a in argv],
+        cwd=cwd or E2E_REPO,
+        env=env or e2e_env(),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def e2e_wait(proc, argv, *, timeout=600, input=None):
+    """Collect a started command; on timeout end its process group and fail."""
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        pytest.fail(f"timed out after {timeout}s\n" + e2e_describe(done, argv), pytrace=False)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def e2e_run(argv, *, check=True, timeout=600, input=None, cwd=None, env=None):
+    """Run a command, capturing its output; on an unexpected exit status fail the
+    test with the command and the tails of stdout and stderr."""
+    argv = [str(a) for a in argv]
+    proc = e2e_popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+    done = e2e_wait(proc, argv, timeout=timeout, input=input)
+    if check and done.returncode != 0:
+        pytest.fail(e2e_describe(done, argv), pytrace=False)
+    return done
+
+
+def e2e_fairseq(tool, *args, **kwargs):
+    """``fairseq-<tool>`` as ``python -m fairseq_cli.<tool>`` with this interpreter."""
+    return e2e_run([sys.executable, "-m", f"fairseq_cli.{tool}", *args], **kwargs)
+
+
+class E2EData:
+    def __init__(self, root: Path):
+        self.raw = root / "raw"
+        self.bin = root / "bin"
+
+    def lines(self, split, lang):
+        return (self.raw / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+
+
+@pytest.fixture(scope="session")
+def e2e_data(tmp_path_factory):
+    """The sample slice, raw and fairseq-preprocessed (joined dictionary)."""
+    if not (E2E_SAMPLE / "train.en").is_file():
+        pytest.fail(f"the bundled sample is missing: {E2E_SAMPLE}")
+    data = E2EData(tmp_path_factory.mktemp("e2e_data"))
+    data.raw.mkdir()
+    for split, want in E2E_SIZES.items():
+        with open(E2E_SAMPLE / f"{split}.en", encoding="utf-8") as fen, open(
+            E2E_SAMPLE / f"{split}.de", encoding="utf-8"
+        ) as fde:
+            pairs = []
+            for en, de in zip(fen, fde):
+                en, de = en.strip(), de.strip()
+                if en and de and len(en.split()) <= E2E_MAX_WORDS and len(de.split()) <= E2E_MAX_WORDS:
+                    pairs.append((en, de))
+                    if len(pairs) == want:
+                        break
+        assert len(pairs) == want, f"{split}: only {len(pairs)} usable pairs in the sample"
+        for i, lang in enumerate(("en", "de")):
+            (data.raw / f"{split}.{lang}").write_text(
+                "".join(p[i] + "\n" for p in pairs), encoding="utf-8"
+            )
+    e2e_fairseq(
+        "preprocess",
+        "--source-lang", "en", "--target-lang", "de",
+        "--trainpref", data.raw / "train", "--validpref", data.raw / "valid",
+        "--testpref", data.raw / "test",
+        "--destdir", data.bin, "--joined-dictionary", "--nwordssrc", E2E_VOCAB,
+        "--workers", "1",
+    )  # fmt: skip
+    for name in ("dict.en.txt", "dict.de.txt", "train.en-de.en.bin", "test.en-de.de.idx"):
+        assert (data.bin / name).is_file(), name
+    return data
+
+
+def e2e_copy_checkpoint_dir(src: Path, dst: Path) -> Path:
+    """A private copy of a save dir, so a test can continue training from it."""
+    shutil.copytree(src, dst)
+    return dst
