@@ -42,7 +42,8 @@ def _spec_type(flag):
         try:
             parse_mixer_list(flag, text)
         except MixerSpecError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
+            # argparse already prefixes "argument --encoder-mixers: "
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag}: ")) from None
         return text
 
     return check
