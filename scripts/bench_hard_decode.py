@@ -51,14 +51,24 @@ def parse_pairs(values, flag):
 
 
 def checkpoint_params(path):
-    """Number of parameters in a fairseq checkpoint's model state."""
+    """Number of parameters in a fairseq checkpoint's model state, as model.parameters() counts
+    them: tied embeddings once (torch.save keeps their shared storage), buffers such as the
+    `version` counters left out."""
     import torch
 
     sys.path.insert(0, REPO)
     import mixer_plugin  # noqa: F401  (the weights_only allowlist for fairseq checkpoints)
 
     state = torch.load(path, map_location="cpu", weights_only=True)
-    return sum(t.numel() for t in state["model"].values())
+    seen, total = set(), 0
+    for key, t in state["model"].items():
+        if not t.is_floating_point() or key.endswith(".version"):
+            continue
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in seen:
+            seen.add(ptr)
+            total += t.numel()
+    return total
 
 
 def generate(args, checkpoint, overrides):

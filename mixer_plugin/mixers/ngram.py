@@ -98,7 +98,7 @@ class NgramMixer(TokenMixer):
 
     def mix(self, x: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State]) -> Tensor:
         T, B, _ = x.shape
-        K, d, W = self.num_heads, self.d_in, self.window
+        K, d = self.num_heads, self.d_in
         xk = self.in_proj(x) if self.in_proj is not None else x.repeat(1, 1, K)  # (T, B, K*d)
         if key_padding_mask is not None:
             pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
