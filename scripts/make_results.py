@@ -173,6 +173,13 @@ def plots(groups, out_dir: Path, baseline):
 
     out_dir.mkdir(parents=True, exist_ok=True)
     made = []
+
+    def save(fig, name: str) -> None:
+        made.append(out_dir / name)
+        fig.tight_layout()
+        fig.savefig(made[-1], dpi=110)
+        plt.close(fig)
+
     for data, runs in groups.items():
         keys = [k for k in metric_keys(runs[0]) if k in ("bleu", "tok_bleu", "chrf", "rouge1", "rouge2", "rougeL")]
         fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(runs), 3.2))
@@ -187,10 +194,7 @@ def plots(groups, out_dir: Path, baseline):
         ax.set_xticklabels([r.name for r in runs], rotation=20, ha="right", fontsize=8)
         ax.set_title(f"{data}: test scores")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        made.append(out_dir / f"{data}_scores.png")
-        fig.savefig(made[-1], dpi=110)
-        plt.close(fig)
+        save(fig, f"{data}_scores.png")
 
         base = next((r for r in runs if r.name in baseline), runs[0])
         if base.speed.get("ups"):
@@ -202,10 +206,7 @@ def plots(groups, out_dir: Path, baseline):
             ax.set_ylabel(f"train updates/s vs {base.name}")
             ax.tick_params(axis="x", labelrotation=20, labelsize=8)
             ax.set_title(f"{data}: training speed (same machine, same session)")
-            fig.tight_layout()
-            made.append(out_dir / f"{data}_speed.png")
-            fig.savefig(made[-1], dpi=110)
-            plt.close(fig)
+            save(fig, f"{data}_speed.png")
 
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for r in runs:
@@ -220,10 +221,7 @@ def plots(groups, out_dir: Path, baseline):
         ax.set_ylabel("label-smoothed loss (base 2)")
         ax.set_title(f"{data}: learning curves")
         ax.legend(fontsize=6)
-        fig.tight_layout()
-        made.append(out_dir / f"{data}_curves.png")
-        fig.savefig(made[-1], dpi=110)
-        plt.close(fig)
+        save(fig, f"{data}_curves.png")
     return made
 
 
