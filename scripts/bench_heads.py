@@ -31,8 +31,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torch  # noqa: E402
-
 import bench_mixers as bm  # noqa: E402  (also puts the repo on sys.path and registers the plugin)
 from mixer_plugin.mixers import Role  # noqa: E402
 
@@ -134,20 +132,13 @@ def markdown(meta, rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    bm.add_group_args(ap, "bench_heads", "64,256")
+    # no separate repeat count for long inputs unless asked (bench_mixers.repeats_for)
+    ap.set_defaults(repeats_large=None)
     ap.add_argument("--heads", help="comma-separated H (default 4,8,16,32)")
-    ap.add_argument("--lengths", help="comma-separated L (default 64,256)")
-    ap.add_argument("--tokens", type=int, default=4096, help="B = max(1, tokens // L) (default 4096)")
-    ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
     ap.add_argument("--mixers", help=f"comma-separated specs besides attn (default: {','.join(MIXERS[1:])})")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: H=4,8 and L=32 unless given, 256 tokens, 1 repeat; prints only")
-    ap.add_argument("--md", help="markdown output (default results/bench_heads_<device>.md)")
-    ap.add_argument("--json", help="json output (default results/bench_heads_<device>.json)")
     args = ap.parse_args()
     if args.quick:
         args.heads, args.lengths = args.heads or "4,8", args.lengths or "32"
@@ -161,16 +152,8 @@ def main():
     for H in heads:
         if H < 1 or args.dim % H:
             ap.error(f"argument --heads: {H} does not divide --dim {args.dim}")
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        ap.error("--device cuda but torch.cuda.is_available() is False")
-    torch.set_num_threads(args.threads or os.cpu_count() or 1)
-    if not args.quick:
-        args.md = args.md or os.path.join(bm.REPO, "results", f"bench_heads_{device.type}.md")
-        args.json = args.json or os.path.join(bm.REPO, "results", f"bench_heads_{device.type}.json")
+    device = bm.setup_group_args(ap, args, "bench_heads")
     labels = ["attn"] + (args.mixers.split(",") if args.mixers else MIXERS[1:])
-    # what bench_mixers.bench_group reads off its args
-    args.n, args.batch, args.repeats_large, args.large_from = 5, 0, args.repeats, 1 << 30
 
     t0 = time.time()
     meta = {

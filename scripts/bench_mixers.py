@@ -477,14 +477,14 @@ def write_outputs(md_path, json_path, md: str, payload: dict):
             print(f"wrote {path}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_group_args(ap: argparse.ArgumentParser, name: str, default_lengths: str) -> None:
+    """The options bench_group() and build() read, shared by every layer benchmark
+    (bench_mixers, bench_heads, bench_multiscale); `name` names the default outputs."""
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--lengths", help="comma-separated L (default: 32,...,2048)")
+    ap.add_argument("--lengths", help=f"comma-separated L (default: {default_lengths})")
     ap.add_argument("--tokens", type=int, default=4096, help="B = max(1, tokens // L) (default 4096)")
     ap.add_argument("--batch", type=int, default=0, help="fixed batch size instead of --tokens")
     ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("-n", type=int, default=5, help="window parameter n of the mixers that have one")
     ap.add_argument("--dropout", type=float, default=0.0, help="attention dropout of every module")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps per module")
@@ -492,13 +492,31 @@ def main():
     ap.add_argument("--repeats-large", type=int, default=5, help="timed steps at L >= --large-from")
     ap.add_argument("--large-from", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
+    ap.add_argument("--md", help=f"markdown output (default results/{name}_<device>.md)")
+    ap.add_argument("--json", help=f"json output (default results/{name}_<device>.json)")
+
+
+def setup_group_args(ap: argparse.ArgumentParser, args, name: str) -> torch.device:
+    """Check --device, set the torch threads and, unless --quick, the default outputs."""
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda but torch.cuda.is_available() is False")
+    torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    if not args.quick:
+        args.md = args.md or os.path.join(REPO, "results", f"{name}_{device.type}.md")
+        args.json = args.json or os.path.join(REPO, "results", f"{name}_{device.type}.json")
+    return device
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_group_args(ap, "bench_mixers", "32,...,2048")
+    ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--mixers", help="comma-separated labels to run (default: all; attn is always run)")
     ap.add_argument("--no-math-attn", action="store_true", help="skip the attn[math] reference")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: L=32,64, 256 tokens, 1 warmup, 1 repeat, no attn[math]; prints, writes nothing "
                          "unless --md/--json are given")
-    ap.add_argument("--md", help="markdown output (default results/bench_mixers_<device>.md)")
-    ap.add_argument("--json", help="json output (default results/bench_mixers_<device>.json)")
     args = ap.parse_args()
 
     if args.quick:
@@ -506,14 +524,7 @@ def main():
         args.tokens, args.warmup, args.repeats, args.repeats_large = 256, 1, 1, 1
         args.no_math_attn = True
     lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else list(DEFAULT_LENGTHS)
-    device = torch.device(args.device)
-    dev_tag = device.type
-    if device.type == "cuda" and not torch.cuda.is_available():
-        ap.error("--device cuda but torch.cuda.is_available() is False")
-    torch.set_num_threads(args.threads or os.cpu_count() or 1)
-    if not args.quick:
-        args.md = args.md or os.path.join(REPO, "results", f"bench_mixers_{dev_tag}.md")
-        args.json = args.json or os.path.join(REPO, "results", f"bench_mixers_{dev_tag}.json")
+    device = setup_group_args(ap, args, "bench_mixers")
 
     labelled = variants()
     if args.mixers:

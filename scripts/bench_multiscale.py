@@ -31,13 +31,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_mixers
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import torch  # noqa: E402
-
 import bench_mixers as bm  # noqa: E402  (the shared measuring code)
 from mixer_plugin.mixers.multiscale import PAPER_SCALES, alpha_schedule, format_scales, parse_scales  # noqa: E402
 
 DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048)
-REPO = bm.REPO
 GOAL_LABEL = "multiscale:layer1"
 
 
@@ -141,33 +138,17 @@ def markdown(meta, rows, labels):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--lengths", help="comma-separated L (default: 128,...,2048)")
-    ap.add_argument("--tokens", type=int, default=4096, help="B = max(1, tokens // L) (default 4096)")
-    ap.add_argument("--batch", type=int, default=0, help="fixed batch size instead of --tokens")
-    ap.add_argument("--dim", type=int, default=512)
+    bm.add_group_args(ap, "bench_multiscale", "128,...,2048")
     ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--repeats-large", type=int, default=5)
-    ap.add_argument("--large-from", type=int, default=1024)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
     ap.add_argument("--roles", default="encoder_self,decoder_self")
     ap.add_argument("--variants", help="comma-separated labels of the multi-scale variants (default: all)")
     ap.add_argument("--quick", action="store_true", help="L=128,256, 512 tokens, 1 repeat; prints only")
-    ap.add_argument("--md")
-    ap.add_argument("--json")
     args = ap.parse_args()
-    args.n, args.dropout = 5, 0.0  # what bench_group's builder reads (n is unused by multiscale)
     if args.quick:
         args.lengths = args.lengths or "128,256"
         args.tokens, args.repeats, args.repeats_large = 512, 1, 1
     lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else list(DEFAULT_LENGTHS)
-    device = torch.device(args.device)
-    torch.set_num_threads(args.threads or os.cpu_count() or 1)
-    if not args.quick:
-        args.md = args.md or os.path.join(REPO, "results", f"bench_multiscale_{device.type}.md")
-        args.json = args.json or os.path.join(REPO, "results", f"bench_multiscale_{device.type}.json")
+    device = bm.setup_group_args(ap, args, "bench_multiscale")
     roles = [bm.Role(r) for r in args.roles.split(",")]
 
     ms = multiscale_variants(args.heads)
