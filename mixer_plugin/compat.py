@@ -24,9 +24,13 @@ _applied = False
 
 
 def checkpoint_safe_globals():
-    """The globals a fairseq checkpoint (and its multi-rank broadcast) pickles.
+    """The globals a fairseq checkpoint (and its multi-rank broadcast) pickles:
+    :func:`checkpoint_and_broadcast_globals` + :func:`eval_bleu_meter_globals`."""
+    return checkpoint_and_broadcast_globals() + eval_bleu_meter_globals()
 
-    Found empirically (tests/test_ddp.py, tests/test_cli.py) with omegaconf 2.3 and
+
+def checkpoint_and_broadcast_globals():
+    """Found empirically (tests/test_ddp.py, tests/test_cli.py) with omegaconf 2.3 and
     fairseq 0.12.3: every GLOBAL in the pickles below, nothing else.
 
     * checkpoint file (``torch.save`` in fairseq.checkpoint_utils): only
@@ -61,6 +65,20 @@ def checkpoint_safe_globals():
         int,
         collections.defaultdict,
         _TensorPlaceholder,
+    ]
+
+
+def eval_bleu_meter_globals():
+    """``--eval-bleu``: the validation meters saved in ``extra_state["metrics"]`` sum
+    the BLEU n-gram counts and totals as int64 numpy arrays (found in the checkpoint
+    of tests/test_fairseq_features.py): ndarray, numpy's ``_reconstruct``, ``dtype``
+    and the int64 dtype class its unpickling builds."""
+    int64_array = np.zeros(1, dtype=np.int64)
+    return [
+        np.ndarray,
+        int64_array.__reduce__()[0],  # _reconstruct (numpy._core.multiarray in numpy 2)
+        np.dtype,
+        type(int64_array.dtype),  # numpy.dtypes.Int64DType
     ]
 
 

@@ -15,14 +15,11 @@ and a layer's bins sum to 1.
 The model runs unchanged (eval mode, teacher forcing for the decoder); the weights are
 read with hooks, so no mixer is modified:
 
-* fairseq's ``MultiheadAttention`` (the ``attn`` mixer) and every ``AttentionMixer``
-  whose ``attend`` returns weights: a forward pre-hook sets ``need_weights`` and
-  ``need_head_weights`` and a forward hook takes the ``(H, B, T, S)`` weights;
-* ``local``: a pre-hook keeps its input, and the weights are recomputed from the
-  module's own q/k projections over its window (eq. in ``mixers/local.py``); the test
-  checks that these weights reproduce the module's output;
-* mixers without attention weights (``ngram``: multiNN's weights are fixed per offset)
-  are listed as such.
+* a forward pre-hook on every self-attention module sets ``need_weights`` and
+  ``need_head_weights`` (fairseq's ``MultiheadAttention`` and every plugin mixer take
+  them), and a forward hook takes the ``(H, B, T, S)`` weights;
+* mixers that have no attention weights return none (``ngram``: multiNN's weights
+  are fixed per offset) and are listed as such.
 """
 
 import argparse
@@ -35,42 +32,15 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 
 
-def local_weights(mixer, x, key_padding_mask):
-    """``(B, H, T, T)`` softmax weights of a ``local`` mixer on input ``x`` (T, B, C):
-    query t over keys t-n+1..t+n-1 (encoder) or t-n+1..t (decoder), padding excluded."""
-    T, B, _ = x.shape
-    H, d = mixer.num_heads, mixer.head_dim
-    q = mixer.q_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)  # (B, H, T, d)
-    k = mixer.k_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)
-    scores = torch.einsum("bhtd,bhsd->bhts", q, k) * mixer.scaling  # (B, H, T, T)
-    rel = torch.arange(T, device=x.device).view(1, T) - torch.arange(T, device=x.device).view(T, 1)  # j - i
-    ok = (rel > -mixer.n) & (rel <= (0 if mixer.causal else mixer.n - 1))
-    ok = ok.view(1, 1, T, T)
-    if key_padding_mask is not None:
-        ok = ok & ~key_padding_mask.view(B, 1, 1, T)
-    scores = scores.masked_fill(~ok, float("-inf"))
-    w = torch.softmax(scores.float(), dim=-1)
-    return torch.nan_to_num(w, nan=0.0)  # a padding query sees nothing
-
-
 class Recorder:
     """Hooks on the self-attention modules of one side; collects (layer, weights, mask)."""
 
     def __init__(self, layers):
-        self.handles, self.kinds, self.captured = [], [], {}
+        self.handles, self.captured = [], {}
+        self.names = [type(layer.self_attn).__name__ for layer in layers]
         for i, layer in enumerate(layers):
-            module = layer.self_attn
-            name = type(module).__name__
-            if hasattr(module, "q_proj") and hasattr(module, "n") and hasattr(module, "window"):
-                kind = "local (recomputed from q/k)"
-                self.handles.append(module.register_forward_pre_hook(self._keep_input(i), with_kwargs=True))
-            elif "need_head_weights" in module.forward.__code__.co_varnames and not hasattr(module, "mix"):
-                kind = f"{name} (need_weights)"
-                self.handles.append(module.register_forward_pre_hook(self._ask_weights(i), with_kwargs=True))
-                self.handles.append(module.register_forward_hook(self._take_weights(i), with_kwargs=True))
-            else:
-                kind = f"{name}: no attention weights"
-            self.kinds.append(kind)
+            self.handles.append(layer.self_attn.register_forward_pre_hook(self._ask_weights(i), with_kwargs=True))
+            self.handles.append(layer.self_attn.register_forward_hook(self._take_weights(i), with_kwargs=True))
 
     def _ask_weights(self, i):
         def hook(module, args, kwargs):
@@ -87,14 +57,6 @@ class Recorder:
                 # (H, B, T, S) per head, or (B, T, S) already averaged over heads (fairseq's
                 # MultiheadAttention takes torch's fused path, which averages)
                 self.captured[i]["w"] = (w.transpose(0, 1) if w.dim() == 4 else w.unsqueeze(1)).float()
-
-        return hook
-
-    def _keep_input(self, i):
-        def hook(module, args, kwargs):
-            x = kwargs.get("query", args[0] if args else None)
-            pad = kwargs.get("key_padding_mask")
-            self.captured[i] = {"pad": pad, "w": local_weights(module, x, pad)}
 
         return hook
 
@@ -160,8 +122,9 @@ def main(argv=None):
 
     labels = [f"<-{D}"] + [str(r) for r in range(-D, D + 1)] + [f">{D}"]
     layers = []
-    for i, kind in enumerate(rec.kinds):
+    for i, name in enumerate(rec.names):
         share = (hist[i] / counts[i]).tolist() if counts[i] else None
+        kind = name if share else f"{name}: no attention weights"
         layers.append({"layer": i + 1, "module": kind, "queries": counts[i], "share": share})
     result = {"checkpoint": args.checkpoint, "subset": args.subset, "side": args.side, "sentences": n,
               "relative_positions": labels, "layers": layers}

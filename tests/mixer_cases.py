@@ -12,13 +12,13 @@ from fairseq.modules import MultiheadAttention
 from mixer_plugin.mixers import MIXER_REGISTRY, MixerContext, Role, build_mixer
 from mixer_plugin.mixers.registry import parse_item
 from mixer_refs import READINGS
-
-D, H = 16, 4  # small, so fp64 naive loops stay fast
+from mixer_refs.common import D, H  # small, so fp64 naive loops stay fast
 
 
 class Case(NamedTuple):
     spec: str
     role: Role
+    heads: int = H  # the layer's attention heads, the default of a mixer's heads=
 
     @property
     def id(self):
@@ -49,7 +49,7 @@ def make_mixer(case: Case, dtype=torch.float64, dropout: float = 0.0, seed: int 
         layer_index=0,
         embed_dim=D,
         kv_dim=D,
-        num_heads=H,
+        num_heads=case.heads,
         attention_dropout=dropout,
         build_stock=lambda: stock_attention(case.role, dropout),
     )
@@ -61,19 +61,23 @@ def future_mask(T: int, dtype=torch.float64):
     return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype), 1)
 
 
-def run(module, case: Case, x, enc=None, key_padding_mask=None, enc_padding_mask=None, incremental_state=None):
-    """Call a mixer the way the stock fairseq layers do for its role."""
+def run(module, case: Case, x, enc=None, key_padding_mask=None, enc_padding_mask=None, incremental_state=None,
+        need_weights=False):
+    """Call a mixer the way the stock fairseq layers do for its role.  With
+    ``need_weights``: ``(out, per-head weights (H, B, T, S) or None)``."""
     if case.role is Role.DECODER_CROSS:
-        out, _ = module(
+        out, weights = module(
             query=x, key=enc, value=enc, key_padding_mask=enc_padding_mask,
             incremental_state=incremental_state, static_kv=True,
+            need_weights=need_weights, need_head_weights=need_weights,
         )
-        return out
-    attn_mask = None
-    if case.role is Role.DECODER_SELF and incremental_state is None:
-        attn_mask = future_mask(x.size(0), x.dtype)
-    out, _ = module(
-        query=x, key=x, value=x, key_padding_mask=key_padding_mask,
-        incremental_state=incremental_state, attn_mask=attn_mask,
-    )
-    return out
+    else:
+        attn_mask = None
+        if case.role is Role.DECODER_SELF and incremental_state is None:
+            attn_mask = future_mask(x.size(0), x.dtype)
+        out, weights = module(
+            query=x, key=x, value=x, key_padding_mask=key_padding_mask,
+            incremental_state=incremental_state, attn_mask=attn_mask,
+            need_weights=need_weights, need_head_weights=need_weights,
+        )
+    return (out, weights) if need_weights else out

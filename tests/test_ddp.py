@@ -162,7 +162,7 @@ def test_two_rank_resume_broadcasts_state_and_stays_bit_exact(ddp_resumed, ddp_r
     assert_same_training_state(ddp_dir, ref_dir, RESUMED_UPDATES)
 
 
-def _pickled_globals(obj_or_path):
+def pickled_globals(obj_or_path):
     """GLOBALs in a torch.save pickle that torch's own weights_only list lacks."""
     saved = torch.serialization.get_safe_globals()
     torch.serialization.clear_safe_globals()
@@ -186,18 +186,18 @@ def test_checkpoint_allowlist_is_exactly_what_the_pickles_need(ddp_fresh):
     from fairseq import checkpoint_utils
     from fairseq.distributed.utils import _split_tensors_from_obj
 
-    from mixer_plugin.compat import checkpoint_safe_globals
+    from mixer_plugin.compat import checkpoint_and_broadcast_globals
 
     path = str(ddp_fresh[0] / "checkpoint_last.pt")
-    in_file = _pickled_globals(path)
+    in_file = pickled_globals(path)
     assert in_file == {"argparse.Namespace"}
 
     state = checkpoint_utils.load_checkpoint_to_cpu(path)
     tensors = []
     broadcast = _split_tensors_from_obj(state, tensors)
     assert tensors, "the tensors travel outside the pickle"
-    in_broadcast = _pickled_globals(broadcast)
+    in_broadcast = pickled_globals(broadcast)
 
-    allowlisted = {f"{g.__module__}.{g.__qualname__}" for g in checkpoint_safe_globals()}
-    assert len(allowlisted) == len(checkpoint_safe_globals())
+    allowlisted = {f"{g.__module__}.{g.__qualname__}" for g in checkpoint_and_broadcast_globals()}
+    assert len(allowlisted) == len(checkpoint_and_broadcast_globals())
     assert in_file | in_broadcast == allowlisted

@@ -91,7 +91,7 @@ def test_efficient_equals_algorithm1_fp64(spec, role):
     m = mixer(spec, role)
     x, enc, pad_x, pad_enc = inputs()
     out = forward(m, role, x, enc, pad_x, pad_enc)
-    ref = NAIVE["interacting"](m, Case(spec, role), x, enc, pad_enc if role is Role.DECODER_CROSS else pad_x)
+    ref = NAIVE["interacting"](m, Case(spec, role, heads=8), x, enc, pad_enc if role is Role.DECODER_CROSS else pad_x)
     real = real_rows(role, pad_x)
     torch.testing.assert_close(out[real], ref[real], **TIGHT)
 

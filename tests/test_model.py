@@ -12,7 +12,8 @@ from fairseq.data import Dictionary
 from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
 from mixer_plugin.build import _Task, build, model_args, num_params
-from mixer_plugin.mixers import MixerSpecError
+from mixer_plugin.mixers import MIXER_REGISTRY, MixerSpecError, Role
+from mixer_plugin.mixers.base import MixerBase
 from mixer_plugin.models.architectures import ARCHITECTURES
 
 TINY = ["--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "4",
@@ -159,3 +160,112 @@ def test_numpy2_bucketing_fixes():
     src = [torch.tensor([d.index("a")] * int(n) + [d.eos()]) for n in sizes]
     ds = LanguagePairDataset(src, sizes + 1, d, tgt=src, tgt_sizes=sizes + 1, tgt_dict=d, num_buckets=3)
     assert ds.buckets is not None and len(ds.buckets) <= 3
+
+
+# ------------------------------------------- every mixer in every role it takes
+def _family_specs(spec):
+    """--encoder/--decoder/--decoder-cross mixers: ``spec`` in every role its mixer
+    supports, ``attn`` elsewhere."""
+    roles = MIXER_REGISTRY[spec.split(":")[0]].roles
+    return ["--encoder-mixers", spec if Role.ENCODER_SELF in roles else "attn",
+            "--decoder-mixers", spec if Role.DECODER_SELF in roles else "attn",
+            "--decoder-cross-mixers", spec if Role.DECODER_CROSS in roles else "attn"]
+
+
+FAMILIES = sorted(MIXER_REGISTRY)
+
+
+def _family(spec, seed=0):
+    torch.manual_seed(seed)
+    return build("mixer_small_attn", 60, TINY + _family_specs(spec))
+
+
+def _batch(model, B=3, S=7, T=6, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 60, (B, S), generator=g)
+    src[1, :3] = model.encoder.padding_idx  # fairseq left-pads sources
+    lens = (src != model.encoder.padding_idx).sum(1)
+    prev = torch.randint(4, 60, (B, T), generator=g)
+    return src, lens, prev
+
+
+class HostSync(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def no_host_sync(monkeypatch):
+    """While any plugin mixer runs, reading a tensor's value back to Python (what
+    blocks a GPU until its queue drains) raises HostSync."""
+    running = []
+
+    def guarded(name):
+        original = getattr(torch.Tensor, name)
+
+        def method(self, *args, **kwargs):
+            if running:
+                raise HostSync(f"Tensor.{name} inside {running[-1]}")
+            return original(self, *args, **kwargs)
+
+        return method
+
+    for name in ("item", "tolist", "__bool__", "__int__", "__float__", "__index__"):
+        monkeypatch.setattr(torch.Tensor, name, guarded(name))
+
+    def enter(module, args):
+        running.append(type(module).__name__)
+
+    def leave(module, args, out):
+        running.pop()
+
+    def watch(model):
+        for module in model.modules():
+            if isinstance(module, MixerBase):
+                module.register_forward_pre_hook(enter)
+                module.register_forward_hook(leave)
+        return model
+
+    return watch
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_decoding_steps_never_sync_with_the_host(name, no_host_sync):
+    """Beam search through fairseq's SequenceGenerator with alignment weights asked
+    for (the last layer's cross mixer returns them every step): no mixer reads a
+    value back to the host.  Left-padded sources, ratio scales of multiscale."""
+    model = no_host_sync(_family(name).eval())
+    d = Dictionary()
+    for i in range(60 - len(d)):
+        d.add_symbol(f"w{i}")
+    src, lens, _ = _batch(model)
+    gen = SequenceGenerator([model], d, beam_size=3, max_len_b=6, min_len=6)
+    hyps = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lens}})
+    assert len(hyps) == 3 and all(h[0]["attention"].shape == (7, 7) for h in hyps)
+
+
+LOW_PRECISION = [torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", LOW_PRECISION, ids=lambda t: str(t)[6:])
+@pytest.mark.parametrize("name", FAMILIES)
+def test_whole_model_in_half_and_bfloat16(name, dtype):
+    """What --fp16 / --bf16 do to the model (``.half()``, ``.bfloat16()``): forward and
+    incremental decoding finite and close to float32, backward finite.  Hard
+    retrieval's argmax may flip on a near tie, which changes a whole sentence, so its
+    closeness is checked decoding soft (the same module and weights)."""
+    for spec in [name] if name != "hard" else ["hard", "hard:decode=soft"]:
+        ref_model = _family(spec).eval()
+        src, lens, prev = _batch(ref_model)
+        ref = ref_model(src, lens, prev)[0].log_softmax(-1)
+        model = _family(spec).to(dtype).eval()
+        enc = model.encoder(src, lens)
+        state = {}
+        steps = [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(6)]
+        for got in (model(src, lens, prev)[0], torch.cat(steps, dim=1)):
+            got = got.float().log_softmax(-1)
+            assert torch.isfinite(got).all()
+            if spec != "hard":
+                torch.testing.assert_close(got, ref, rtol=0, atol=0.1)
+    model = _family(name).to(dtype).train()
+    model(src, lens, prev)[0].float().logsumexp(-1).mean().backward()
+    assert all(torch.isfinite(p.grad.float()).all() for p in model.parameters() if p.grad is not None)

@@ -82,7 +82,7 @@ def test_attention_distance_per_layer(e2e_data, tiny_checkpoint, tmp_path):
     assert out.stat().st_size > 1000 and res["relative_positions"][0] == "<-6"
     ngram, local, attn = res["layers"]
     assert ngram["share"] is None and "no attention weights" in ngram["module"]
-    assert local["module"].startswith("local") and attn["module"].startswith("MultiheadAttention")
+    assert local["module"] == "LocalAttention" and attn["module"] == "MultiheadAttention"
     for layer in (local, attn):
         assert sum(layer["share"]) == pytest.approx(1.0, abs=1e-6)  # each query's weights sum to 1
     # local attention (n=5) never looks further than 4 positions

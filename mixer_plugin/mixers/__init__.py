@@ -20,7 +20,7 @@ from .registry import (  # noqa: F401
     resolve_layers,
 )
 
-_SHARED = {"registry", "base"}
+_SHARED = {"registry", "base", "kernels"}
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _SHARED and not _module.startswith("_"):
         importlib.import_module(f"{__name__}.{_module}")  # registration side effects

@@ -5,11 +5,12 @@ Interface (the one fairseq's stock layers already call MultiheadAttention with):
 static_kv, attn_mask, need_head_weights) -> (out, weights_or_None)``, with
 ``query`` of shape ``(T, B, C)`` and ``out`` of shape ``(T, B, C)``.
 
-* :class:`MixerBase`: the incremental-state buffer and beam reordering.  Every cached
-  tensor is time-major ``(T, B, ...)``, so reordering is one ``index_select`` on dim 1.
-* :class:`TokenMixer`: *local* self-mixers.  Position t sees a window of neighbours,
+* :class:`MixerBase`: that ``forward``, written once; the incremental-state buffer
+  and beam reordering.  Every cached tensor is time-major ``(T, B, ...)``, so
+  reordering is one ``index_select`` on dim 1.  Subclasses implement :meth:`MixerBase.mix`.
+* :class:`WindowMixer`: self-mixers over a fixed window of neighbours,
   ``t-n+1 .. t+n-1`` (2n-1 positions) for an encoder and ``t-n+1 .. t`` (n positions)
-  for a decoder.  :meth:`TokenMixer.with_context` builds it without an L x L matrix,
+  for a decoder.  :meth:`WindowMixer.with_context` builds it without an L x L matrix,
   and in incremental decoding keeps exactly the last ``n-1`` rows of each stream.
 * :class:`AttentionMixer`: mixers that compare queries with keys (self or cross).
   q/k/v/out projections named and initialised as fairseq's MultiheadAttention, the
@@ -25,17 +26,67 @@ from torch import Tensor, nn
 
 from fairseq.incremental_decoding_utils import FairseqIncrementalState
 
+from . import kernels
 from .registry import MixerContext, MixerSpecError, Role
 
 State = Dict[str, Dict[str, Optional[Tensor]]]
 
 
 class MixerBase(FairseqIncrementalState, nn.Module):
-    """fairseq's incremental-state plumbing, shared by every mixer of the plugin.
+    """fairseq's calling convention and incremental-state plumbing, shared by every
+    mixer of the plugin.
 
     Convention: every cached tensor is time-major ``(T, B, ...)``, so beam
     reordering is one ``index_select`` on dim 1 for all of them.
     """
+
+    causal: bool = False  # decoder self-attention: position t sees only t' <= t
+    cross: bool = False  # decoder cross-attention: keys are the encoder output
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Optional[Tensor],
+        value: Optional[Tensor],
+        key_padding_mask: Optional[Tensor] = None,
+        incremental_state: Optional[State] = None,
+        need_weights: bool = False,
+        static_kv: bool = False,
+        attn_mask: Optional[Tensor] = None,
+        need_head_weights: bool = False,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """fairseq's ``MultiheadAttention`` signature.  ``value`` and ``static_kv`` are
+        implied by the role; ``attn_mask`` is the decoder's future mask, which the
+        mixers build in.  Weights, when asked for and the mixer has them, come back as
+        fairseq's: ``(H, B, T, S)`` per head, else their mean over heads ``(B, T, S)``."""
+        if self.cross:
+            kv_input = key  # (S, B, kv_dim): the encoder output
+        else:
+            self.check_self_call(query, key, attn_mask, incremental_state)
+            kv_input = query
+        if query.size(0) == 0:
+            # no position to mix (an empty slice of a batch): an empty output, still a
+            # function of the input so that backward runs
+            return query * 0.0, None
+        want = need_weights or need_head_weights
+        out, weights = self.mix(query, kv_input, key_padding_mask, incremental_state, want)
+        if not want or weights is None:
+            return out, None
+        weights = weights.transpose(0, 1)  # (B, H, T, S) -> (H, B, T, S)
+        return out, (weights if need_head_weights else weights.mean(dim=0))
+
+    def mix(
+        self,
+        x: Tensor,
+        kv_input: Tensor,
+        key_padding_mask: Optional[Tensor],
+        incremental_state: Optional[State],
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """``(T, B, C)`` queries, ``(S, B, C)`` keys' input (x itself for self-mixers)
+        -> ``(T, B, C)`` and, if ``need_weights`` and the mixer has them, per-head
+        weights ``(B, H, T, S)``."""
+        raise NotImplementedError
 
     def _get_input_buffer(self, incremental_state: Optional[State]):
         # the stock decoder layer calls this on its self_attn on every step
@@ -68,8 +119,9 @@ class MixerBase(FairseqIncrementalState, nn.Module):
         return incremental_state
 
 
-class TokenMixer(MixerBase):
-    """Base for local self-mixers.  Subclasses implement :meth:`mix`."""
+class WindowMixer(MixerBase):
+    """Base for self-mixers over a fixed window of n neighbours (``ngram``).
+    Subclasses implement :meth:`MixerBase.mix` over :meth:`with_context`."""
 
     def __init__(self, ctx: MixerContext, num_heads: int, head_dim: int, n: int):
         super().__init__()
@@ -86,31 +138,6 @@ class TokenMixer(MixerBase):
         self.num_heads = num_heads
         self.head_dim = head_dim
 
-    # ---------------------------------------------------------------- interface
-    def forward(
-        self,
-        query: Tensor,
-        key: Optional[Tensor],
-        value: Optional[Tensor],
-        key_padding_mask: Optional[Tensor] = None,
-        incremental_state: Optional[State] = None,
-        need_weights: bool = False,
-        static_kv: bool = False,
-        attn_mask: Optional[Tensor] = None,
-        need_head_weights: bool = False,
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        self.check_self_call(query, key, attn_mask, incremental_state)
-        return self.mix(query, key_padding_mask, incremental_state), None
-
-    def mix(
-        self,
-        x: Tensor,
-        key_padding_mask: Optional[Tensor],
-        incremental_state: Optional[State],
-    ) -> Tensor:
-        raise NotImplementedError
-
-    # ---------------------------------------------------------------- windows
     def with_context(
         self,
         streams: Dict[str, Tensor],
@@ -219,34 +246,13 @@ class AttentionMixer(MixerBase):
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    # ---------------------------------------------------------------- interface
-    def forward(
-        self,
-        query: Tensor,
-        key: Optional[Tensor],
-        value: Optional[Tensor],
-        key_padding_mask: Optional[Tensor] = None,
-        incremental_state: Optional[State] = None,
-        need_weights: bool = False,
-        static_kv: bool = False,
-        attn_mask: Optional[Tensor] = None,
-        need_head_weights: bool = False,
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        T, B, _ = query.shape
-        if self.cross:
-            kv_input = key  # (S, B, kv_dim): the encoder output
-        else:
-            self.check_self_call(query, key, attn_mask, incremental_state)
-            kv_input = query
+    def mix(self, x, kv_input, key_padding_mask, incremental_state, need_weights):
+        T, B, _ = x.shape
         streams, key_padding_mask, offset = self.keys_values(kv_input, key_padding_mask, incremental_state)
-        q = self.split_heads(self.q_proj(query), self.head_dim)  # (B, H, T, d)
-        out, weights = self.attend(q, streams, key_padding_mask, offset)  # (B, H, T, dv)
-        out = out.permute(2, 0, 1, 3).reshape(T, B, self.num_heads * self.value_dim)
-        out = self.out_proj(out)  # (T, B, D)
-        if not need_weights or weights is None:
-            return out, None
-        weights = weights.transpose(0, 1)  # (H, B, T, S), as fairseq returns head weights
-        return out, (weights if need_head_weights else weights.mean(dim=0))
+        q = self.split_heads(self.q_proj(x), self.head_dim)  # (B, H, T, d)
+        out, weights = self.attend(q, streams, key_padding_mask, offset, need_weights)  # (B, H, T, dv)
+        out = out.permute(2, 0, 1, 3).reshape(T, B, self.num_heads * self.value_dim)  # (T, B, H * dv)
+        return self.out_proj(out), weights  # (T, B, D)
 
     def attend(
         self,
@@ -254,6 +260,7 @@ class AttentionMixer(MixerBase):
         streams: Dict[str, Tensor],
         key_padding_mask: Optional[Tensor],
         offset: int,
+        need_weights: bool,
     ) -> Tuple[Tensor, Optional[Tensor]]:
         """The mixer's equation.
 
@@ -262,7 +269,8 @@ class AttentionMixer(MixerBase):
         ``key_padding_mask``: ``(B, S)``, True at padding, or None.  ``offset``: the
         number of key rows before the first query, so query i sits at key row
         ``offset + i`` (decoder self-attention: it may see rows ``<= offset + i``).
-        Returns ``(B, H, T, value_dim)`` and optionally weights ``(B, H, T, S)``.
+        Returns ``(B, H, T, value_dim)`` and, when ``need_weights``, the weights
+        ``(B, H, T, S)`` that fairseq's alignment averages over heads (or None).
         """
         raise NotImplementedError
 
@@ -272,7 +280,11 @@ class AttentionMixer(MixerBase):
         return {"k": self.k_proj(kv_input), "v": self.v_proj(kv_input)}
 
     def keys_values(self, kv_input: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State]):
-        """-> (streams, key_padding_mask over all key rows, offset)."""
+        """-> (streams, key_padding_mask over all key rows, offset).
+
+        In incremental decoding fairseq's decoder passes the padding of the current
+        step's column only, and None when that column has none; the padding of every
+        key row is cached beside the keys from the first step that had any."""
         if incremental_state is None:
             return self.project_kv(kv_input), key_padding_mask, 0
         buffer = self._get_input_buffer(incremental_state)
@@ -287,17 +299,15 @@ class AttentionMixer(MixerBase):
         new = self.project_kv(kv_input)
         prev_len = next((x.size(0) for name, x in buffer.items() if name != "pad"), 0)
         if key_padding_mask is not None or "pad" in buffer:
-            # padding of every key row, cached only once some step had any
             zeros = lambda n: torch.zeros(n, B, dtype=torch.bool, device=kv_input.device)  # noqa: E731
-            new["pad"] = zeros(T) if key_padding_mask is None else key_padding_mask.t()
+            new["pad"] = zeros(T) if key_padding_mask is None else key_padding_mask.t()  # (T, B)
             buffer.setdefault("pad", zeros(prev_len))
         streams = {name: torch.cat([buffer[name], x]) if name in buffer else x for name, x in new.items()}
-        if self.cache_window is not None:
-            keep = self.cache_window
-            self._set_input_buffer(incremental_state, {n: x[max(0, x.size(0) - keep) :] for n, x in streams.items()})
-        else:
-            self._set_input_buffer(incremental_state, streams)
-        pad = streams.pop("pad", None)
+        keep = streams if self.cache_window is None else {
+            name: x[max(0, x.size(0) - self.cache_window) :] for name, x in streams.items()
+        }
+        self._set_input_buffer(incremental_state, dict(keep))  # a dict of its own: "pad" is popped below
+        pad = streams.pop("pad", None)  # (S, B)
         return streams, (None if pad is None else pad.t()), prev_len
 
     # ---------------------------------------------------------------- helpers
@@ -306,28 +316,17 @@ class AttentionMixer(MixerBase):
         L, B, _ = x.shape
         return x.view(L, B, self.num_heads, dim).permute(1, 2, 0, 3)
 
-    def blocked(self, B: int, T: int, S: int, key_padding_mask: Optional[Tensor], offset: int, device) -> Optional[Tensor]:
-        """``(B, 1, T, S)`` bool, True where query i must not see key j (padding, or
-        the future for decoder self-attention); None when nothing is blocked."""
-        mask = None
-        if key_padding_mask is not None:
-            mask = key_padding_mask.view(B, 1, 1, S)
-        if self.causal and S > offset + 1:  # else no key lies after any query (one decoding step)
-            i = torch.arange(T, device=device).view(T, 1) + offset
-            future = (torch.arange(S, device=device).view(1, S) > i).view(1, 1, T, S)
-            mask = future if mask is None else mask | future
-        return None if mask is None else mask.expand(B, 1, T, S)
-
-    def soft_attention(self, q: Tensor, k: Tensor, v: Tensor, blocked: Optional[Tensor], scale: Optional[float] = None) -> Tensor:
-        """Scaled dot-product attention (eq. 1-3 of Vaswani et al.) through SDPA.
-        q ``(B, H, T, d)``, k ``(B, H, S, d)``, v ``(B, H, S, dv)``."""
-        mask = None
-        if blocked is not None:
-            # a finite floor, not -inf: a query that sees only padding gets uniform
-            # (ignored) weights instead of NaN
-            mask = torch.zeros(blocked.shape, dtype=q.dtype, device=q.device)
-            mask = mask.masked_fill(blocked, torch.finfo(q.dtype).min)
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
-            scale=self.scaling if scale is None else scale,
+    def soft_attention(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor], offset: int,
+                       need_weights: bool = False, scale: Optional[float] = None, repeat: int = 1):
+        """Scaled dot-product attention (eq. 1-3 of Vaswani et al.) with this mixer's
+        padding, causality and attention dropout: q ``(B, H, T, d)``, k ``(B, H, S, d)``,
+        v ``(B, H, S, dv)`` -> ``(B, H, T, dv)``, weights or None."""
+        return kernels.attention(
+            q, k, v, key_padding_mask, self.causal, offset, self.scaling if scale is None else scale,
+            self.dropout_p if self.training else 0.0, need_weights, repeat,
         )
+
+    def mask_scores(self, scores: Tensor, key_padding_mask: Optional[Tensor], offset: int, fill: float) -> Tensor:
+        """``(B, H, T, S)`` scores with padding keys (and, for a causal mixer, keys
+        after the query) set to ``fill``."""
+        return kernels.mask_scores(scores, key_padding_mask, self.causal, offset, fill)

@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .base import AttentionMixer
+from .kernels import floor_of, fp32_at_least
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
 
 
@@ -124,42 +125,42 @@ class HardRetrievalAttention(AttentionMixer):
             return {"k": self.k_proj(kv_input), "x": kv_input}
         return super().project_kv(kv_input)
 
-    def attend(self, q: Tensor, streams: Dict[str, Tensor], key_padding_mask: Optional[Tensor], offset: int):
+    def attend(self, q, streams, key_padding_mask, offset, need_weights):
         B, H, T, _ = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         S = k.size(2)
-        blocked = self.blocked(B, T, S, key_padding_mask, offset, q.device)  # (B, 1, T, S) or None
         if self._mode() == "soft":
             v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, dv)
-            return self.soft_attention(q, k, v, blocked), None
+            return self.soft_attention(q, k, v, key_padding_mask, offset, need_weights)
         scores = torch.matmul(q, k.transpose(-1, -2))  # (1): (B, H, T, S)
         if self.training:
-            index, probs, empty = self.sample(scores, blocked)
+            index, probs, empty = self.sample(scores, key_padding_mask, offset)
             v = streams["v"].view(S, B, H, self.value_dim)  # time-major, no copy
             out = retrieve(probs, v, index)  # (6) with the gradient of (7)-(10)
         else:
-            index, empty = self.argmax(scores, blocked)
+            index, empty = self.argmax(scores, key_padding_mask, offset)
             out = self.gather_values(streams, index)
-        if empty is not None:
-            out = out.masked_fill(empty.unsqueeze(-1), 0.0)  # nothing to retrieve
-        return out, None
+        out = out.masked_fill(empty.unsqueeze(-1), 0.0)  # nothing to retrieve
+        weights = None
+        if need_weights:
+            # each head's weights are one-hot on the retrieved key (zero when it
+            # retrieved nothing); fairseq's alignment averages them over heads
+            weights = F.one_hot(index, S).to(out.dtype).masked_fill(empty.unsqueeze(-1), 0.0)
+        return out, weights
 
     # ------------------------------------------------------------------ training
-    def sample(self, scores: Tensor, blocked: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+    def sample(self, scores: Tensor, key_padding_mask: Optional[Tensor], offset: int) -> Tuple[Tensor, Tensor, Tensor]:
         """eq. (2), (4)-(5): masked softmax, attention dropout, one key per query.
         -> index ``(B, H, T)``, the (dropped) probabilities the gradient flows to,
         and the queries with no key left to sample ``(B, H, T)``."""
         # the softmax in float32 at least (fp16/bf16 would underflow small probabilities)
-        logits = scores.to(torch.promote_types(scores.dtype, torch.float32)) * self.scaling
-        if blocked is not None:
-            # a finite floor keeps fully blocked rows NaN-free; they are zeroed below
-            logits = logits.masked_fill(blocked, torch.finfo(logits.dtype).min)
+        acc = fp32_at_least(scores.dtype)
+        # a finite floor keeps fully blocked rows NaN-free; they are zeroed below
+        logits = self.mask_scores(scores.to(acc) * self.scaling, key_padding_mask, offset, floor_of(acc))
         probs = F.softmax(logits, dim=-1)  # (2)
         if self.dropout_p > 0:
             probs = F.dropout(probs, p=self.dropout_p, training=True)
-        weights = probs.detach()
-        if blocked is not None:
-            weights = weights.masked_fill(blocked, 0.0)
+        weights = self.mask_scores(probs.detach(), key_padding_mask, offset, 0.0)
         empty = weights.sum(dim=-1) <= 0  # (B, H, T): every allowed key blocked or dropped
         weights = weights.masked_fill(empty.unsqueeze(-1), 1.0)  # any index; its output is zeroed
         S = weights.size(-1)
@@ -167,17 +168,13 @@ class HardRetrievalAttention(AttentionMixer):
         return index, probs, empty
 
     # ----------------------------------------------------------------- inference
-    @staticmethod
-    def argmax(scores: Tensor, blocked: Optional[Tensor]) -> Tuple[Tensor, Optional[Tensor]]:
-        """eq. (11) on the raw scores -> index ``(B, H, T)``, empty queries or None."""
-        empty = None
-        if blocked is not None:
-            scores = scores.masked_fill(blocked, float("-inf"))
-            # (B, 1, T): a query that sees only padding.  Masked unconditionally: an
-            # .any() check would cost a device sync at every decoding step
-            empty = blocked.all(dim=-1).expand(scores.shape[:-1])
-        # max().indices: the first maximum, like argmax, and faster on CPU
-        return scores.max(dim=-1).indices, empty
+    def argmax(self, scores: Tensor, key_padding_mask: Optional[Tensor], offset: int) -> Tuple[Tensor, Tensor]:
+        """eq. (11) on the raw scores -> index ``(B, H, T)`` and the queries that see
+        no key ``(B, H, T)`` (a padding query; found without a host sync)."""
+        scores = self.mask_scores(scores, key_padding_mask, offset, float("-inf"))
+        # max(): the first maximum, like argmax, and faster on CPU
+        best = scores.max(dim=-1)
+        return best.indices, best.values == float("-inf")
 
     def gather_values(self, streams: Dict[str, Tensor], index: Tensor) -> Tensor:
         """eq. (6) in eval mode: V[index] -> ``(B, H, T, dv)``."""

@@ -39,9 +39,9 @@ model with a fixed head size); the default is D / H as in Algorithm 1 line 2.
 """
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Optional
 
-from torch import Tensor, nn
+from torch import nn
 
 from .base import AttentionMixer
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
@@ -82,21 +82,22 @@ class InteractingHeadAttention(AttentionMixer):
             nn.init.xavier_uniform_(self.out_proj.weight)
             nn.init.zeros_(self.out_proj.bias)
 
-    def attend(self, q: Tensor, streams: Dict[str, Tensor], key_padding_mask: Optional[Tensor], offset: int):
+    def attend(self, q, streams, key_padding_mask, offset, need_weights):
         B, H, T, d = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.head_value_dim)  # (B, H, S, dv)
-        S = k.size(2)
-        blocked = self.blocked(B, T, S, key_padding_mask, offset, q.device)  # (B, 1, T, S) or None
         if self.reading == "sum":
             # Alg. 1: sum_i q_i k_j^T = (sum_i q_i) k_j^T, so head j attends with q_sum
             q_sum = q.sum(dim=1, keepdim=True).expand(B, H, T, d)  # (B, H, T, d), one query
-            return self.soft_attention(q_sum, k, v, blocked, scale=self.logit_scale), None
+            return self.soft_attention(q_sum, k, v, key_padding_mask, offset, need_weights, self.logit_scale)
         # pairwise: for key head j, the H query heads stacked along the query axis;
         # row i*T + t is query head i at position t
         q_all = q.reshape(B, 1, H * T, d).expand(B, H, H * T, d)  # (B, H_j, H_i*T, d)
-        if blocked is not None:
-            blocked = blocked.unsqueeze(2).expand(B, 1, H, T, S).reshape(B, 1, H * T, S)
-        out = self.soft_attention(q_all, k, v, blocked, scale=self.logit_scale)  # (B, H_j, H_i*T, dv)
+        out, weights = self.soft_attention(q_all, k, v, key_padding_mask, offset, need_weights, self.logit_scale,
+                                           repeat=H)  # (B, H_j, H_i*T, dv)
         out = out.view(B, H, H, T, self.head_value_dim).permute(0, 2, 3, 1, 4)  # (B, H_i, T, H_j, dv)
-        return out.reshape(B, H, T, self.value_dim), None  # sub-output of head i: concat over j
+        if weights is not None:
+            # the H x H sub-sub-attentions of a query, averaged over query heads i:
+            # one (B, H_j, T, S) map per key head, as fairseq's alignment expects
+            weights = weights.view(B, H, H, T, -1).mean(dim=2)
+        return out.reshape(B, H, T, self.value_dim), weights  # sub-output of head i: concat over j

@@ -32,24 +32,28 @@ Readings (spec options; docs/multiscale.md discusses each):
   radius (as ``local``/``ngram`` keep n between encoder and decoder).  When every
   scale is fixed the decoder caches only the last max(r) key/value rows.
 
-Computation: heads are grouped by scale.  A group whose window is small next to the
-length runs blocked banded attention (:func:`banded_attention`): queries in blocks
-of c, each block against the c + W - 1 key rows its windows cover, so memory is
+Computation: heads are grouped by scale, and each group is one call of
+:func:`kernels.band_attention` (shared with ``local``).  A group whose window is
+small next to the length runs blocked banded attention: queries in blocks of c,
+each block against the c + W - 1 key rows its windows cover, so memory is
 O(L (c + W)) and no L x L matrix is built.  Wide groups run dense SDPA with a band
 mask (cheaper when the window covers most of the sequence).  ``kernel=`` forces one
-path (the tests check they agree).
+path (the tests check they agree).  A ratio scale's radius is a tensor (per example
+and query); the tile size comes from a host-side bound on it, so no radius is read
+back from the device (no sync per decoding step).
 """
 
 import math
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from .base import AttentionMixer
+from .kernels import Radius, band_attention
 from .registry import MixerContext, MixerSpecError, Role, option, register_mixer
 
 # the paper's candidates for text classification (Table 1): 1, 3, N/16, N/8, N/4
@@ -213,99 +217,10 @@ class MultiScaleOptions:
         return None
 
 
-# ----------------------------------------------------------- banded attention
-def banded_attention(q: Tensor, k: Tensor, v: Tensor, lo, hi, key_ok: Optional[Tensor], offset: int,
-                     scale: float, dropout_p: float = 0.0, block: int = 16) -> Tensor:
-    """Attention where query i (at key row ``p = offset + i``) sees the key rows
-    ``p - lo .. p + hi`` that exist and are ``key_ok``.
-
-    q ``(B, G, T, d)``, k ``(B, G, S, d)``, v ``(B, G, S, dv)``; ``lo``/``hi`` are
-    ints or tensors broadcastable to ``(B, T)`` (per example and query); ``key_ok``
-    ``(B, S)`` bool or None.  Queries go in blocks of c; each block is one dense
-    ``c x (c + W - 1)`` tile against the key rows its windows cover (W = max lo +
-    max hi + 1), through ``scaled_dot_product_attention``.  Memory O(T (c + W)).
-    """
-    B, G, T, d = q.shape
-    S, dv = k.size(2), v.size(-1)
-    Rl, Rr = _max_int(lo), _max_int(hi)
-    W = Rl + Rr + 1
-    c = min(T, max(block, W))
-    nb = -(-T // c)  # ceil(T / c)
-    grow = nb * c - T  # queries padded to whole blocks; the extra rows are dropped
-    span = c + W - 1
-    # key rows padded so that block n's windows are rows n*c .. n*c+span-1 of kp:
-    # kp row u holds key row u - Rl + offset
-    kp = F.pad(k, (0, 0, Rl, grow + Rr))[:, :, offset:]  # (B, G, nb*c + W-1, d)
-    vp = F.pad(v, (0, 0, Rl, grow + Rr))[:, :, offset:]
-    kb = kp.unfold(2, span, c).permute(0, 2, 1, 4, 3).reshape(B * nb, G, span, d)  # (B nb, G, span, d)
-    vb = vp.unfold(2, span, c).permute(0, 2, 1, 4, 3).reshape(B * nb, G, span, dv)
-    qb = F.pad(q, (0, 0, 0, grow)).reshape(B, G, nb, c, d).transpose(1, 2).reshape(B * nb, G, c, d)
-
-    # delta[i, s]: key distance (key row - query row) of slot s for block query i
-    delta = torch.arange(span, device=q.device) - torch.arange(c, device=q.device)[:, None] - Rl  # (c, span)
-    ok = (delta >= -_per_query(lo, nb, c)) & (delta <= _per_query(hi, nb, c))  # (B|1, nb|1, c|1, span)
-    ok_rows = torch.ones(1, S, dtype=torch.bool, device=q.device) if key_ok is None else key_ok
-    ok_rows = F.pad(ok_rows, (Rl, grow + Rr), value=False)[:, offset:].unfold(1, span, c)  # (B|1, nb, span)
-    ok = ok & ok_rows[:, :, None, :]
-    ok = ok.expand(B, nb, c, span).reshape(B * nb, 1, c, span)
-    out = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=_additive(ok, q.dtype), dropout_p=dropout_p,
-                                         scale=scale)  # (B nb, G, c, dv)
-    return out.view(B, nb, G, c, dv).transpose(1, 2).reshape(B, G, nb * c, dv)[:, :, :T]
-
-
-def dense_band_attention(q: Tensor, k: Tensor, v: Tensor, lo, hi, key_ok: Optional[Tensor], offset: int,
-                         scale: float, dropout_p: float = 0.0) -> Tensor:
-    """The same attention as :func:`banded_attention` through one dense SDPA over
-    all key rows, with a ``(B|1, 1, T, S)`` band mask, or only the ``(B, 1, 1, S)``
-    padding mask when every window covers the whole sequence."""
-    T, S = q.size(2), k.size(2)
-    ok = None if key_ok is None else key_ok[:, None, None, :]  # (B, 1, 1, S)
-    if min(_min_int(lo), _min_int(hi)) < S - 1:  # the band cuts something off
-        delta = torch.arange(S, device=q.device) - torch.arange(T, device=q.device)[:, None] - offset  # (T, S)
-        band = (delta >= -_per_query(lo, 1, T)) & (delta <= _per_query(hi, 1, T))  # (B|1, 1, T, S)
-        ok = band if ok is None else band & ok
-    mask = None if ok is None else _additive(ok, q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
-
-
-def _additive(ok: Tensor, dtype) -> Tensor:
-    # a finite floor, not -inf: a padding query whose window holds only padding (or
-    # a query row added to fill a block) gets uniform, ignored weights, never NaN
-    zero = torch.zeros((), dtype=dtype, device=ok.device)
-    return torch.where(ok, zero, zero + torch.finfo(dtype).min)
-
-
-def _max_int(r) -> int:
-    return int(r) if isinstance(r, int) else int(r.max())
-
-
-def _min_int(r) -> int:
-    return int(r) if isinstance(r, int) else int(r.min())
-
-
-def _per_query(r, nb: int, c: int):
-    """A radius as ``(B|1, nb|1, c|1, 1)`` for queries in nb blocks of c (an int
-    stays an int); tensors come as ``(B|1, T|1)``.  Dense attention is nb = 1."""
-    if isinstance(r, int):
-        return r
-    B, T = r.shape
-    if T == 1:
-        return r.view(B, 1, 1, 1)
-    r = F.pad(r, (0, nb * c - T))  # padded queries: radius 0, they only see themselves
-    return r.view(B, nb, c, 1)
-
-
 # ---------------------------------------------------------------------- mixer
-Radius = Union[int, Tensor]
-
-
 @register_mixer("multiscale", MultiScaleOptions)
 class MultiScaleAttention(AttentionMixer):
     """MSMSA (eq. 6-9) as encoder or decoder self-attention."""
-
-    # a group runs banded when its block tile is at most this fraction of the keys
-    BANDED_MAX_FRACTION = 0.5
-    BLOCK = 16  # minimum queries per banded tile
 
     def __init__(self, ctx: MixerContext, opts: MultiScaleOptions):
         scales, counts = opts.parsed()
@@ -355,46 +270,44 @@ class MultiScaleAttention(AttentionMixer):
         return omega if self.opts.omega == "radius" else (omega - 1) // 2
 
     def window(self, scale: Scale, key_ok: Optional[Tensor], B: int, T: int, S: int, offset: int,
-               device) -> Tuple[Radius, Radius]:
-        """(left, right) radius of a head group, an int or ``(B, 1|T)`` tensor."""
+               device) -> Tuple[Radius, Radius, int]:
+        """(left, right) radius of a head group, each an int or ``(B, 1|T)`` tensor,
+        and a host-side bound on the left one (the length N is at most S)."""
         if not scale.ratio:
             r = self.radius(scale.value)
-        else:
-            if self.length == "sentence":  # the example's own length (S == T: no cache)
-                n = torch.full((B, 1), S, device=device) if key_ok is None else key_ok.sum(1, keepdim=True)
-            else:  # prefix: real tokens up to and including the query
-                rows = torch.arange(T, device=device) + offset
-                n = (rows + 1).view(1, T) if key_ok is None else key_ok.long().cumsum(1)[:, rows]
-            r = self.radius((n // scale.value).clamp(min=1))  # omega = max(1, floor(N / K))
-        return r, (0 if self.causal else r)
+            return r, (0 if self.causal else r), r
+        if self.length == "sentence":  # the example's own length (S == T: no cache)
+            n = torch.full((B, 1), S, device=device) if key_ok is None else key_ok.sum(1, keepdim=True)
+        else:  # prefix: real tokens up to and including the query
+            rows = torch.arange(T, device=device) + offset
+            n = (rows + 1).view(1, T) if key_ok is None else key_ok.long().cumsum(1)[:, rows]
+        r = self.radius((n // scale.value).clamp(min=1))  # omega = max(1, floor(N / K))
+        bound = self.radius(max(1, S // scale.value))
+        return r, (0 if self.causal else r), bound
 
     # --------------------------------------------------------------- eq. 6-9
-    def attend(self, q: Tensor, streams: Dict[str, Tensor], key_padding_mask: Optional[Tensor], offset: int):
+    def attend(self, q, streams, key_padding_mask, offset, need_weights):
         B, H, T, _ = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, dv)
         S = k.size(2)
         key_ok = None if key_padding_mask is None else ~key_padding_mask  # (B, S)
         p = self.dropout_p if self.training else 0.0
-        outs, h0 = [], 0
+        outs, weights, h0 = [], [], 0
         for scale, count in self.groups:
             heads = slice(h0, h0 + count)
             h0 += count
-            lo, hi = self.window(scale, key_ok, B, T, S, offset, q.device)
+            lo, hi, bound = self.window(scale, key_ok, B, T, S, offset, q.device)
             qg, kg, vg = q[:, heads], k[:, heads], v[:, heads]
-            if _max_int(lo) == 0 and _max_int(hi) == 0:
+            if bound == 0 and not need_weights:
                 # every window is the query alone: softmax over one key is 1, so the
                 # head returns its own value (times attention dropout of that 1)
                 keep = F.dropout(vg.new_ones(B, count, T, 1), p, self.training)
                 outs.append(vg[:, :, offset:] * keep)
-            elif self.use_banded(_max_int(lo) + _max_int(hi) + 1, T, S):
-                outs.append(banded_attention(qg, kg, vg, lo, hi, key_ok, offset, self.scaling, p, self.BLOCK))
-            else:
-                outs.append(dense_band_attention(qg, kg, vg, lo, hi, key_ok, offset, self.scaling, p))
-        return torch.cat(outs, dim=1), None  # (B, H, T, dv): heads in spec order (eq. 9)
-
-    def use_banded(self, W: int, T: int, S: int) -> bool:
-        if self.opts.kernel != "auto":
-            return self.opts.kernel == "banded"
-        tile = min(T, max(self.BLOCK, W)) + W - 1  # key rows per banded query
-        return tile <= self.BANDED_MAX_FRACTION * S
+                continue
+            out, w = band_attention(qg, kg, vg, lo, hi, key_ok, offset, self.scaling, p, self.opts.kernel,
+                                    max_lo=bound, max_hi=0 if self.causal else bound, need_weights=need_weights)
+            outs.append(out)
+            weights.append(w)
+        # (B, H, T, dv): heads in spec order (eq. 9); weights (B, H, T, S) when asked for
+        return torch.cat(outs, dim=1), (torch.cat(weights, dim=1) if need_weights else None)

@@ -1,7 +1,8 @@
-"""Multi-head neural n-gram (multiNN), Loem et al.
+"""Multi-head neural n-gram (multiNN), Loem et al., "Are Neighbors Enough?
+Multi-Head Neural n-gram can be Alternative to Self-attention" (arXiv:2207.13354).
 
-Equation numbers are the Japanese paper's (``multinn-neighbors-enough.ja.txt``),
-which is the complete one; the English version's eq. (3)-(4) are JA (4)-(5).
+Equation numbers are the Japanese version's (the complete one); the English
+version's eq. (3)-(4) are JA (4)-(5).
 
     x_t^(k) = x_t W_x^(k)                                          (6)
     h_t^(k) = ReLU([x_{t-n+1}^(k); ...; x_{t+n-1}^(k)] W^(k))      (5)  encoder
@@ -10,10 +11,16 @@ which is the complete one; the English version's eq. (3)-(4) are JA (4)-(5).
     h_t^(k) = ReLU([x_{t-n+1}^(k); ...; x_{t+n-1}^(k); x_global^(k)] W^(k))   (8)
     z_t = [h_t^(1); ...; h_t^(K)] W                                 (4)
 
-Readings the paper leaves open, each a named option (README, "multiNN readings"):
+Readings the paper leaves open, each a named option (docs/multinn.md):
   * ``proj=head`` (default): eq. (6), a per-head projection W_x^(k) to width d.
     ``proj=none``: the English eq. (4), W^(k) applied to the raw concatenated x
     (each head sees all D features; Sun & Iyyer's formulation).
+    ``proj=slice``: no W_x^(k); head k reads its own d-slice of x.
+  * ``out=W`` (default): eq. (4)'s output map W.  ``out=none``: the heads'
+    concatenation is the output (needs K d_out = D).
+  * ``proj=slice:out=none`` is the reading whose parameter counts match the paper's
+    Tables 1-2 (62M at WMT 8+8): the mixer is a grouped convolution over the window,
+    one group per head, + ReLU (+ the per-head global max term).
   * ``head_out=d`` (default): W^(k) maps to d, as W in R^{Kd x D} (eq. 4) requires.
     ``head_out=D``: the shape the text gives W^(k) (R^{(2n-1)d x D}); then W is
     R^{KD x D}.
@@ -29,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import State, TokenMixer
+from .base import State, WindowMixer
 from .registry import MixerContext, MixerSpecError, check_positive, option, register_mixer
 
 
@@ -41,15 +48,20 @@ class NgramOptions:
     global_context: bool = option(
         False, "encoder only: add the max-pooled x_global^(k) (eq. 7-8)", key="global"
     )
-    proj: str = option("head", "head: eq. (6) W_x^(k); none: raw x (EN eq. 4)", choices=("head", "none"))
+    proj: str = option(
+        "head", "x_t^(k): head = eq. (6) x W_x^(k); none = raw x (EN eq. 4); slice = the k-th d-slice of x",
+        choices=("head", "none", "slice"),
+    )
     head_out: str = option("d", "width of h_t^(k): d (default) or D", choices=("d", "D"))
+    out: str = option("W", "W = eq. (4)'s output map; none = the heads' concatenation is the output",
+                      choices=("W", "none"))
 
     def validate(self) -> Optional[str]:
         return check_positive(self, "n", "heads", "head_dim")
 
 
 @register_mixer("ngram", NgramOptions)
-class NgramMixer(TokenMixer):
+class NgramMixer(WindowMixer):
     def __init__(self, ctx: MixerContext, opts: NgramOptions):
         D = ctx.embed_dim
         K = opts.heads or ctx.num_heads
@@ -61,6 +73,12 @@ class NgramMixer(TokenMixer):
             d = D // K
         d_in = D if opts.proj == "none" else d  # width of each x_t^(k)
         d_out = d if opts.head_out == "d" else D  # width of each h_t^(k)
+        if opts.proj == "slice" and K * d != D:
+            raise MixerSpecError(f"ngram: proj=slice needs heads * head_dim = embed_dim ({K} * {d} != {D})")
+        if opts.out == "none" and K * d_out != D:
+            raise MixerSpecError(
+                f"ngram: out=none needs the heads' concatenation to be embed_dim wide ({K} * {d_out} != {D})"
+            )
         super().__init__(ctx, num_heads=K, head_dim=d_in, n=opts.n)
         if opts.global_context and self.causal:
             raise MixerSpecError(
@@ -68,6 +86,7 @@ class NgramMixer(TokenMixer):
                 "sequence, which a decoder cannot see"
             )
         self.d_in, self.d_out = d_in, d_out
+        self.proj = opts.proj
         self.global_context = opts.global_context
 
         # eq. (6): all K projections W_x^(k) in one matrix (no bias: a zero vector
@@ -82,7 +101,7 @@ class NgramMixer(TokenMixer):
             nn.Parameter(torch.empty(K, d_in, d_out)) if opts.global_context else None
         )
         # eq. (4): W in R^{K d_out x D}
-        self.out_proj = nn.Linear(K * d_out, D)
+        self.out_proj = nn.Linear(K * d_out, D) if opts.out == "W" else None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -93,13 +112,22 @@ class NgramMixer(TokenMixer):
         nn.init.uniform_(self.ngram_weight, -bound, bound)
         if self.global_weight is not None:
             nn.init.uniform_(self.global_weight, -bound, bound)
-        nn.init.xavier_uniform_(self.out_proj.weight)
-        nn.init.zeros_(self.out_proj.bias)
+        if self.out_proj is not None:
+            nn.init.xavier_uniform_(self.out_proj.weight)
+            nn.init.zeros_(self.out_proj.bias)
 
-    def mix(self, x: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State]) -> Tensor:
+    def heads_input(self, x: Tensor) -> Tensor:
+        """x_t^(k) of every head side by side: ``(T, B, D)`` -> ``(T, B, K*d)``."""
+        if self.proj == "head":
+            return self.in_proj(x)  # eq. (6)
+        if self.proj == "none":
+            return x.repeat(1, 1, self.num_heads)  # every head reads all of x
+        return x  # slice: head k's d features are x's k-th slice already
+
+    def mix(self, x, kv_input, key_padding_mask, incremental_state, need_weights):
         T, B, _ = x.shape
         K, d = self.num_heads, self.d_in
-        xk = self.in_proj(x) if self.in_proj is not None else x.repeat(1, 1, K)  # (T, B, K*d)
+        xk = self.heads_input(x)  # (T, B, K*d)
         if key_padding_mask is not None:
             pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
             xk = xk.masked_fill(pad, 0.0)
@@ -115,7 +143,7 @@ class NgramMixer(TokenMixer):
             hg = torch.einsum("bki,kio->bko", g, self.global_weight)  # (B, K, d_out)
             h = h.view(T, B, K, self.d_out) + hg  # eq. (8), broadcast over t
         h = torch.relu(h).reshape(T, B, K * self.d_out)  # concat heads
-        return self.out_proj(h)  # eq. (4)
+        return (h if self.out_proj is None else self.out_proj(h)), None  # eq. (4)
 
     def conv_weight(self) -> Tensor:
         """W^(k) as conv1d weight: row ``w*d + i`` of W^(k) (slot w, feature i, as
@@ -126,9 +154,12 @@ class NgramMixer(TokenMixer):
 
     @staticmethod
     def global_max(xk: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
-        """eq. (7) over real tokens only: (T, B, C) -> (B, C)."""
-        if key_padding_mask is not None:
-            pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
-            xk = xk.masked_fill(pad, float("-inf"))
-        g = xk.max(dim=0).values
-        return torch.nan_to_num(g, neginf=0.0)  # an all-padding row (never real) -> 0
+        """eq. (7) over real tokens only: (T, B, C) -> (B, C).  An empty sequence, or a
+        row that is all padding, has no maximum and gets zeros; a real inf or NaN stays."""
+        if xk.size(0) == 0:
+            return xk.new_zeros(xk.shape[1:])
+        if key_padding_mask is None:
+            return xk.max(dim=0).values
+        pad = key_padding_mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
+        g = xk.masked_fill(pad, float("-inf")).max(dim=0).values
+        return g.masked_fill(pad.all(dim=0), 0.0)

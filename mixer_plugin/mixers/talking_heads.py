@@ -27,13 +27,14 @@ paper; no fused attention kernel can take a map between softmax and the value su
 """
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import AttentionMixer
+from .kernels import floor_of, fp32_at_least
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
 
 
@@ -71,19 +72,20 @@ class TalkingHeadsAttention(AttentionMixer):
             else:
                 nn.init.normal_(p, std=self.num_heads**-0.5)
 
-    def attend(self, q: Tensor, streams: Dict[str, Tensor], key_padding_mask: Optional[Tensor], offset: int):
-        B, H, T, _ = q.shape
+    def attend(self, q, streams, key_padding_mask, offset, need_weights):
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, dv)
-        blocked = self.blocked(B, T, k.size(2), key_padding_mask, offset, q.device)  # (B, 1, T, S) or None
-        # softmax and the weight map in float32 at least (fairseq's softmax does the same)
-        acc = torch.promote_types(q.dtype, torch.float32)
-        logits = torch.matmul(q * self.scaling, k.transpose(-1, -2)).to(acc)  # J: (B, H, T, S)
-        logits = mix_heads(logits, self.pre_softmax)  # L = J P_l
-        if blocked is not None:
-            # a finite floor, as AttentionMixer.soft_attention: a query that sees only
-            # padding gets uniform (ignored) weights instead of NaN
-            logits = logits.masked_fill(blocked, torch.finfo(acc).min)
-        weights = mix_heads(F.softmax(logits, dim=-1), self.post_softmax)  # U = softmax(L) P_w
-        dropped = F.dropout(weights, p=self.dropout_p, training=self.training)
-        return torch.matmul(dropped.to(v.dtype), v), weights  # (B, H, T, dv), (B, H, T, S)
+        # The logits, both head maps and the softmax in float32 at least, with autocast
+        # off: under autocast the einsum would run in half precision, and no fused
+        # kernel can take a map between the softmax and the value sum anyway.
+        acc = fp32_at_least(q.dtype)
+        with torch.autocast(q.device.type, enabled=False):
+            logits = torch.matmul(q.to(acc) * self.scaling, k.to(acc).transpose(-1, -2))  # J: (B, H, T, S)
+            logits = mix_heads(logits, self.pre_softmax)  # L = J P_l
+            # a finite floor: a query that sees only padding gets uniform (ignored)
+            # weights instead of NaN
+            logits = self.mask_scores(logits, key_padding_mask, offset, floor_of(acc))
+            weights = mix_heads(F.softmax(logits, dim=-1), self.post_softmax)  # U = softmax(L) P_w
+            dropped = F.dropout(weights, p=self.dropout_p, training=self.training)
+            out = torch.matmul(dropped, v.to(acc)).to(v.dtype)  # (B, H, T, dv)
+        return out, (weights if need_weights else None)

@@ -1,9 +1,27 @@
-"""Helpers shared by the naive references."""
+"""Helpers shared by the naive references.
+
+The references read widths and logit scales off the case's spec options, the
+layer's heads (``case.heads``) and the input's width, never off the module under
+test, so a module that stored a wrong scale or width would disagree with its
+reference."""
 
 import torch
 import torch.nn.functional as F
 
 from mixer_plugin.mixers import Role
+from mixer_plugin.mixers.registry import parse_item
+
+D, H = 16, 4  # the battery's model width and layer heads (mixer_cases.py)
+
+
+def options(case):
+    """The options dataclass the case's spec string sets."""
+    return parse_item(case.role.flag, case.spec).options
+
+
+def num_heads(case) -> int:
+    """``heads=``, else the layer's attention heads."""
+    return getattr(options(case), "heads", None) or case.heads
 
 
 def valid(pad, b, s, T):
@@ -24,11 +42,12 @@ def allowed_keys(case, pad, T, S):
     return lambda b, t, s: (s <= t or not causal) and valid(pad, b, s, T)
 
 
-def naive_attention(m, x, kv, allowed):
+def naive_attention(m, case, x, kv, allowed):
     """softmax(q k^T / sqrt(d_h)) v per head, over the key positions ``allowed``,
-    with fairseq's parameter names (q_proj, k_proj, v_proj, out_proj)."""
-    T, B, _ = x.shape
-    H, dh = m.num_heads, m.head_dim
+    with fairseq's parameter names (q_proj, k_proj, v_proj, out_proj); d_h = D / heads."""
+    T, B, D = x.shape
+    H = num_heads(case)
+    dh = D // H
     out = torch.zeros_like(x)
     for b in range(B):
         for t in range(T):

@@ -3,14 +3,16 @@ query/key width d_p and value width d_v independent of H and D, one query at a t
 
 import torch.nn.functional as F
 
-from .interacting import per_query
+from .interacting import per_query, widths
 
 
 def naive_fixed_head(m, case, x, enc, pad):
+    H, d_p, _ = widths(case, x.size(-1))
+
     def heads(q, K, V):  # q (H, d_p), K (S', H, d_p), V (S', H, d_v)
         out = []
-        for h in range(m.num_heads):
-            a = F.softmax(K[:, h] @ q[h] / m.head_dim**0.5, dim=0)  # (S',)
+        for h in range(H):
+            a = F.softmax(K[:, h] @ q[h] / d_p**0.5, dim=0)  # (S',)
             out.append(a @ V[:, h])  # (d_v,)
         return out
 

@@ -3,16 +3,17 @@ head at a time.  (Training mode is stochastic; tests/test_hard.py covers it.)"""
 
 import torch
 
-from .common import allowed_keys, keys_of, naive_attention
+from .common import allowed_keys, keys_of, naive_attention, num_heads, options
 
 
 def naive_hard(m, case, x, enc, pad):
     kv = keys_of(case, x, enc)
     allowed = allowed_keys(case, pad, x.size(0), kv.size(0))
-    if m.decode_mode == "soft":
-        return naive_attention(m, x, kv, allowed)
-    T, B, _ = x.shape
-    H, dh = m.num_heads, m.head_dim
+    if options(case).decode == "soft":
+        return naive_attention(m, case, x, kv, allowed)
+    T, B, D = x.shape
+    H = num_heads(case)
+    dh = D // H
     out = torch.zeros_like(x)
     with torch.no_grad():
         for b in range(B):

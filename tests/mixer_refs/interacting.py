@@ -6,12 +6,20 @@ paper's baselines (talking_heads.py, fixed_head.py)."""
 import torch
 import torch.nn.functional as F
 
-from .common import allowed_keys, keys_of
+from .common import allowed_keys, keys_of, num_heads, options
 
 
-def heads_of(m, x, kv, b, dv):
+def widths(case, D):
+    """(H, d_k, d_v) from the case's options: ``head_dim=`` else D / H; ``value_dim=``
+    else d_k."""
+    opts, H = options(case), num_heads(case)
+    d = getattr(opts, "head_dim", None) or D // H
+    return H, d, getattr(opts, "value_dim", None) or d
+
+
+def heads_of(m, case, x, kv, b):
     """Row b's queries, keys and values split into heads: (T, H, d), (S, H, d), (S, H, dv)."""
-    H, d = m.num_heads, m.head_dim
+    H, d, dv = widths(case, x.size(-1))
     return (m.q_proj(x[:, b]).view(-1, H, d), m.k_proj(kv[:, b]).view(-1, H, d),
             m.v_proj(kv[:, b]).view(-1, H, dv))
 
@@ -31,7 +39,7 @@ def per_query(m, case, x, enc, pad, head_outputs):
     allowed = allowed_keys(case, pad, T, S)
     out = torch.zeros_like(x)
     for b in range(B):
-        qs, ks, vs = heads_of(m, x, kv, b, m.value_dim)
+        qs, ks, vs = heads_of(m, case, x, kv, b)
         for t in range(T):
             keys = [s for s in range(S) if allowed(b, t, s)]
             if keys:
@@ -42,13 +50,15 @@ def per_query(m, case, x, enc, pad, head_outputs):
 def naive_interacting(m, case, x, enc, pad):
     kv = keys_of(case, x, enc)
     (T, B, _), S = x.shape, kv.size(0)
-    H, dv, scale = m.num_heads, m.head_value_dim, m.logit_scale
+    opts = options(case)
+    H, d, _ = widths(case, x.size(-1))
+    scale = {"dk": d**-0.5, "none": 1.0, "hdk": (H * d) ** -0.5}[opts.scale]  # Alg. 1 line 6 and its readings
     allowed = allowed_keys(case, pad, T, S)
     out = torch.zeros_like(x)
     for b in range(B):
-        qs, ks, vs = heads_of(m, x, kv, b, dv)  # lines 3-5
+        qs, ks, vs = heads_of(m, case, x, kv, b)  # lines 3-5
         mmask = algorithm1_mask(allowed, b, T, S, x.dtype)
-        if m.reading == "sum":
+        if opts.reading == "sum":
             attn = []
             for i in range(H):  # lines 7-17
                 for j in range(H):

@@ -7,13 +7,14 @@ import torch.nn.functional as F
 
 from mixer_plugin.mixers import Role
 
-from .common import valid
+from .common import num_heads, options, valid
 
 
 def naive_multiscale(m, case, x, enc, pad):
     T, B, D = x.shape
-    H, dh = m.num_heads, m.head_dim
-    opts = m.opts
+    H = num_heads(case)
+    dh = D // H
+    opts = options(case)
     causal = case.role is Role.DECODER_SELF
     temper = (D if opts.scaling == "model" else dh) ** -0.5  # eq. (6) prints sqrt(D); eq. (2) sqrt(D')
     out = torch.zeros_like(x)
@@ -23,7 +24,7 @@ def naive_multiscale(m, case, x, enc, pad):
         for t in real:
             j = pos[t]
             q = m.q_proj(x[t, b])
-            heads = []
+            outs_h = []
             for h in range(H):
                 scale = m.head_scales[h]
                 if scale.ratio:
@@ -41,8 +42,8 @@ def naive_multiscale(m, case, x, enc, pad):
                 k = m.k_proj(x[keys, b])[:, h * dh : (h + 1) * dh]
                 v = m.v_proj(x[keys, b])[:, h * dh : (h + 1) * dh]
                 a = F.softmax(k @ q[h * dh : (h + 1) * dh] * temper, dim=0)  # eq. (6)
-                heads.append(a @ v)
-            out[t, b] = m.out_proj(torch.cat(heads))  # eq. (9)
+                outs_h.append(a @ v)
+            out[t, b] = m.out_proj(torch.cat(outs_h))  # eq. (9)
     return out
 
 

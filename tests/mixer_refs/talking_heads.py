@@ -5,11 +5,11 @@ weights mixed across heads by P_w, then each head's weighted sum of its values."
 import torch
 import torch.nn.functional as F
 
-from .interacting import per_query
+from .interacting import per_query, widths
 
 
 def naive_talking_heads(m, case, x, enc, pad):
-    H, d = m.num_heads, m.head_dim
+    H, d, _ = widths(case, x.size(-1))
     P_l, P_w = m.pre_softmax, m.post_softmax
 
     def heads(q, K, V):  # q (H, d), K (S', H, d), V (S', H, dv)
