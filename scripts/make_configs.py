@@ -9,7 +9,7 @@ Rows come from the architecture tables (``mixer_plugin/models/architectures/``: 
 ``Arch`` with its ``row`` and ``data``), so a new table is picked up when this runs.
 Each (arch, dataset) pair becomes ``configs/<table>/<arch>.<dataset>.yaml`` with:
 
-* ``reproduces``: the paper row (table number and the paper's figures, from ``Arch.row``);
+* ``reproduces``: the paper row (table number and the paper's figures, from ``Arch.rows``);
 * ``prepare``: the data-prep command; ``data_bin``: where it puts the binarized data;
 * ``train``: the complete fairseq-train flags (the dataset's training recipe below,
   sized by the arch's base: transformer-base or -big);
@@ -216,20 +216,10 @@ def table_rows() -> List[Row]:
     sys.path.insert(0, str(REPO))
     from mixer_plugin.models import architectures as A
 
-    owner = {}
-    for name in sorted(sys.modules):
-        if name.startswith(A.__name__ + ".") and name != A.__name__ + ".bases":
-            module = sys.modules[name]
-            for value in vars(module).values():
-                if isinstance(value, dict):
-                    for arch, spec in value.items():
-                        if isinstance(spec, A.Arch) and A.ARCHITECTURES.get(arch) is spec:
-                            owner.setdefault(arch, name.rsplit(".", 1)[1])
     rows = []
     for arch, spec in A.ARCHITECTURES.items():
-        table = owner.get(arch, "other")
         for data in spec.data:
-            rows.append(Row(table, arch, data, spec.row, spec.base))
+            rows.append(Row(spec.paper, arch, data, spec.describe(), spec.base))
     listed = {(r.arch, r.data) for r in rows}
     for extra in EXTRA_ROWS:
         spec = A.ARCHITECTURES.get(extra["arch"])

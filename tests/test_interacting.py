@@ -79,7 +79,7 @@ def assert_same_as_stock(m, ref, role):
 
 
 # ------------------------------------------- efficient == Algorithm 1, more heads
-SPECS = ["interacting", "interacting:scale=none", "interacting:scale=hdk", "interacting:heads=16",
+SPECS = ["interacting", "interacting:scale=none", "interacting:scale=dk", "interacting:heads=16",
          "interacting:reading=pairwise", "interacting:reading=pairwise:heads=2:head_dim=12"]
 
 
@@ -101,7 +101,7 @@ def test_sum_reading_is_stock_attention_with_the_summed_query(role):
     """sum_i q_i k_j^T = (sum_i q_i) k_j^T: interacting == fairseq's own MHA whose query
     map is replaced by sum_i W_q^i (the same for every head), incremental decoding too."""
     D, H = 32, 8
-    m = mixer("interacting", role, D, H)
+    m = mixer("interacting:scale=dk", role, D, H)  # MHA's 1/sqrt(d_k)
     ref = stock(role, D, H).double().eval()
     ref.load_state_dict(m.state_dict())  # same names and shapes: an attn checkpoint loads
     with torch.no_grad():
@@ -111,7 +111,33 @@ def test_sum_reading_is_stock_attention_with_the_summed_query(role):
     assert_same_as_stock(m, ref, role)
 
 
-@pytest.mark.parametrize("spec", ["interacting", "interacting:reading=pairwise", "interacting:scale=hdk"])
+def logit_std(m, x, scale):
+    """Standard deviation of q . k * scale over all query/key pairs and heads (one
+    summed query for interacting heads, as Algorithm 1 sums the head products)."""
+    H = m.num_heads
+    q = m.q_proj(x).view(len(x), H, -1)
+    k = m.k_proj(x).view(len(x), H, -1)
+    if isinstance(m, MultiheadAttention):
+        return (torch.einsum("thd,shd->hts", q, k) * scale).std()
+    return (torch.einsum("td,shd->hts", q.sum(1), k) * scale).std()
+
+
+def test_default_scale_keeps_logits_at_one_heads_scale():
+    """Summing H head products multiplies the logit variance by H.  The default scale
+    (hdk, the reference code's 1/sqrt(d_model)) brings the logits back to MHA's spread
+    at initialisation; Algorithm 1 line 6's 1/sqrt(d_k) leaves them sqrt(H) wider."""
+    D, H = 512, 8
+    x = torch.randn(200, D, dtype=torch.float64)
+    stds = {}
+    for spec in ("interacting", "interacting:scale=dk"):
+        m = mixer(spec, Role.ENCODER_SELF, D, H, seed=1)
+        stds[spec] = float(logit_std(m, x, m.logit_scale))
+    mha = float(logit_std(stock(Role.ENCODER_SELF, D, H).double(), x, (D // H) ** -0.5))
+    assert stds["interacting"] == pytest.approx(mha, rel=0.2)
+    assert stds["interacting:scale=dk"] == pytest.approx(mha * H**0.5, rel=0.2)
+
+
+@pytest.mark.parametrize("spec", ["interacting", "interacting:reading=pairwise", "interacting:scale=dk"])
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r.value)
 def test_one_head_is_plain_attention(spec, role):
     """With H = 1 there is one head pair: both readings are scaled dot-product attention

@@ -1,4 +1,5 @@
-"""Interacting-head attention for NMT (the paper: ``shared/papers/interacting-head-attention.txt``;
+"""Interacting-head attention for NMT (Li and Luo 2022, "An Improved Transformer-Based
+Neural Machine Translation Strategy: Interacting-Head Attention", doi:10.1155/2022/2998242;
 section, algorithm and table numbers below are its own).
 
 Every query head i is compared with every key head j.  The equations of §3.3 were lost
@@ -27,12 +28,18 @@ stacking is exact), which never copies k or v.
 Scale ``s`` (``scale=``): Algorithm 1 line 6 computes ``temper = sqrt(d_k)`` and never
 uses it (line 27 takes the softmax of the raw sum).  Each reading is an option:
 
-* ``dk`` (default): s = 1/sqrt(d_k), what line 6 computes (and Vaswani et al.'s scale);
-* ``none``: s = 1, Algorithm 1 as printed;
-* ``hdk``: s = 1/sqrt(H d_k).  The sum of H head products has H times the variance
-  of one, so this keeps the logits at the scale of one head; with d_k = D/H it is
-  1/sqrt(D), the temper of the Keras project the authors name (§4.2), whose
-  ScaledDotProductAttention divides by sqrt(d_model).
+* ``hdk`` (default): s = 1/sqrt(H d_k).  The sum of H head products has H times the
+  variance of one (logit std ~1.4 against MHA's ~0.5 at H = 8 at initialisation, so
+  attention starts peaked); this keeps the logits at the scale of one head.  With
+  d_k = D/H it is 1/sqrt(D), the temper of the Keras project the authors name (§4.2),
+  whose ScaledDotProductAttention divides by sqrt(d_model): the reference code's scale.
+* ``dk``: s = 1/sqrt(d_k), what line 6 computes (and Vaswani et al.'s scale);
+* ``none``: s = 1, Algorithm 1 as printed.
+
+Algorithm 1 as printed also never empties ``temp_a`` between key heads j (lines
+19-34), so key head j's softmax would take the sum over the pairs (i, j') of every
+j' <= j.  The reference code starts each j afresh, and so does this module: head j
+sums exactly its own H pairs (i, j).
 
 ``head_dim=`` sets d_k = d_v independently of H (§4.6.2 / §4.7: the paper combines its
 model with a fixed head size); the default is D / H as in Algorithm 1 line 2.
@@ -58,8 +65,8 @@ class InteractingOptions:
         "every (i, j), concatenated (§3.3 sub-sub-outputs)", choices=("sum", "pairwise"),
     )
     scale: str = option(
-        "dk", "logit scale: dk = 1/sqrt(d_k) (Alg. 1 line 6), none = 1 (Alg. 1 as printed), "
-        "hdk = 1/sqrt(H d_k)", choices=SCALES,
+        "hdk", "logit scale: hdk = 1/sqrt(H d_k) (the reference code's 1/sqrt(d_model)), dk = 1/sqrt(d_k) "
+        "(Alg. 1 line 6), none = 1 (Alg. 1 as printed)", choices=SCALES,
     )
 
     def validate(self) -> Optional[str]:

@@ -87,7 +87,7 @@ READINGS = {
     "interacting": [
         ("interacting:reading=pairwise", None),
         ("interacting:scale=none", None),
-        ("interacting:scale=hdk", None),
+        ("interacting:scale=dk", None),
         ("interacting:heads=2:head_dim=6", None),
         ("interacting:reading=pairwise:heads=2:head_dim=5:scale=hdk", None),
     ]

@@ -2,14 +2,15 @@
 
 Each architecture only sets defaults, so every flag can still be overridden on the
 command line (fairseq's convention: a value the user gave always wins).  A table
-maps ``--arch`` name -> :class:`Arch` (base, defaults, paper row, datasets); a
-*base* is a function that fills in the model size.  ``scripts/param_counts.py`` and the tests
-read :data:`ARCHITECTURES`, so a new table is picked up everywhere.
+maps ``--arch`` name -> :class:`Arch` (base, defaults, the paper rows it stands
+for, datasets); a *base* is a function that fills in the model size.  Parameter
+tables, configs and results tables read :data:`ARCHITECTURES` and :data:`PAPERS`,
+so a new table is picked up everywhere.
 """
 
 import importlib
 import pkgutil
-from typing import Callable, Dict, NamedTuple, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from fairseq.models import register_model_architecture
 from fairseq.models.transformer import base_architecture
@@ -17,12 +18,56 @@ from fairseq.models.transformer import base_architecture
 MODEL = "mixer_transformer"
 
 
+class Paper(NamedTuple):
+    authors: str  # "Loem et al. 2022"
+    title: str
+    cite: str  # arXiv / ACL Anthology id (or DOI where the paper has neither)
+    doc: str  # this repository's page on it
+
+
+PAPERS: Dict[str, Paper] = {
+    "multinn": Paper("Loem et al. 2022", "Are Neighbors Enough? Multi-Head Neural n-gram can be Alternative to "
+                     "Self-attention", "arXiv:2207.13354", "docs/multinn.md"),
+    "hard_retrieval": Paper("Xu et al. 2021", "Learning Hard Retrieval Decoder Attention for Transformers",
+                            "ACL Anthology 2021.findings-emnlp.67 (arXiv:2009.14658)", "docs/hard_retrieval.md"),
+    "interacting": Paper("Li and Luo 2022", "An Improved Transformer-Based Neural Machine Translation Strategy: "
+                         "Interacting-Head Attention", "doi:10.1155/2022/2998242 (no arXiv version)",
+                         "docs/interacting_heads.md"),
+    "multiscale": Paper("Guo et al. 2020", "Multi-Scale Self-Attention for Text Classification", "arXiv:1912.00544",
+                        "docs/multiscale.md"),
+}
+
+
+class Row(NamedTuple):
+    """One row of a paper's table (or one curve of a figure) that an arch stands for."""
+
+    table: str  # "T1", "T2", "Fig. 3"
+    name: str  # the row's label in the paper
+    params: Optional[float] = None  # the paper's parameter count, millions
+    scores: Tuple[Tuple[str, float], ...] = ()  # (what, value): ("WMT16 en-de BLEU", 27.15)
+
+    def describe(self) -> str:
+        figures = ([f"{self.params:g}M"] if self.params else []) + [f"{what} {value:.2f}" for what, value in self.scores]
+        return f"{self.table} {self.name}" + (f" ({', '.join(figures)})" if figures else "")
+
+
 class Arch(NamedTuple):
     base: str  # a key of BASES
     defaults: dict  # flag dest -> value, applied before the base's defaults
-    row: str  # the paper row it stands for: "T1 WMT ... (61M, 27.20)"
-    # the data-prep recipes (data-prep/<name>) of the datasets that row reports
+    rows: Tuple[Row, ...] = ()  # the paper rows it stands for; () when it is in no paper
+    # the data-prep recipes (data-prep/<name>) of the datasets those rows report
     data: Tuple[str, ...] = ()
+    note: str = ""  # what it is, for an arch in no paper (CPU sizes, extensions)
+    reading: str = ""  # where the paper is ambiguous: the reading it uses, with equation numbers
+    paper: str = ""  # the paper whose mixer it runs (a key of PAPERS); set by register_table
+
+    @property
+    def paper_params(self) -> Optional[float]:
+        return next((r.params for r in self.rows if r.params), None)
+
+    def describe(self) -> str:
+        """The paper rows it stands for, or its note."""
+        return "; ".join(r.describe() for r in self.rows) or self.note
 
 
 class Base(NamedTuple):
@@ -66,13 +111,16 @@ def _make_arch(base: str, defaults: dict):
     return arch
 
 
-def register_table(table: Dict[str, Arch]):
+def register_table(table: Dict[str, Arch], paper: str):
+    """Register a paper's table (``paper``: a key of :data:`PAPERS`)."""
+    if paper not in PAPERS:
+        raise ValueError(f"unknown paper {paper!r} (known: {', '.join(PAPERS)})")
     for name, arch in table.items():
         if name in ARCHITECTURES:
             raise ValueError(f"architecture {name!r} is registered twice")
         if arch.base not in BASES:
             raise ValueError(f"architecture {name!r}: unknown base {arch.base!r}")
-        ARCHITECTURES[name] = arch
+        ARCHITECTURES[name] = arch = arch._replace(paper=paper)
         register_model_architecture(MODEL, name)(_make_arch(arch.base, arch.defaults))
 
 

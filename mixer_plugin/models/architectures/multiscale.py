@@ -1,5 +1,5 @@
-"""Multi-scale self-attention (Guo et al., "Multi-Scale Self-Attention for Text
-Classification") in the seq2seq model.
+"""Multi-scale self-attention (Guo et al. 2020, "Multi-Scale Self-Attention for Text
+Classification", arXiv:1912.00544) in the seq2seq model.
 
 The paper has no translation rows: these carry its mixer to NMT at the IWSLT and
 WMT sizes.  Heads per scale per layer follow eq. (11)-(12) with the paper's
@@ -29,21 +29,21 @@ def rows(prefix: str, base: str, heads: int, data) -> dict:
     enc, fixed = ms(heads), ms(heads, scales=LABELLING_SCALES, alpha=1.0)
     return {
         f"{prefix}_ms_enc": Arch(
-            base, {"encoder_mixers": enc},
-            f"not in the paper: MSMSA encoder (alpha 0.5, scales {PAPER_SCALES}), {size}", data,
+            base, {"encoder_mixers": enc}, (), data,
+            note=f"not in the paper: MSMSA encoder (alpha 0.5, scales {PAPER_SCALES}), {size}",
         ),
         f"{prefix}_ms": Arch(
-            base, {"encoder_mixers": enc, "decoder_mixers": enc},
-            f"not in the paper: MSMSA encoder and decoder (decoder ratios of the prefix), {size}", data,
+            base, {"encoder_mixers": enc, "decoder_mixers": enc}, (), data,
+            note=f"not in the paper: MSMSA encoder and decoder (decoder ratios of the prefix), {size}",
         ),
         f"{prefix}_ms_fixed": Arch(
-            base, {"encoder_mixers": fixed, "decoder_mixers": fixed},
-            f"not in the paper: MSMSA enc+dec, fixed scales {LABELLING_SCALES}, alpha 1.0 "
-            f"(bounded decoder cache), {size}", data,
+            base, {"encoder_mixers": fixed, "decoder_mixers": fixed}, (), data,
+            note=f"not in the paper: MSMSA enc+dec, fixed scales {LABELLING_SCALES}, alpha 1.0 "
+            f"(bounded decoder cache), {size}",
         ),
         f"{prefix}_mstrans_enc": Arch(
-            base, {"encoder_mixers": enc, "encoder_layer_form": "ms"},
-            f"not in the paper: MS-Transformer encoder (eq. 10, no FFN), stock decoder, {size}", data,
+            base, {"encoder_mixers": enc, "encoder_layer_form": "ms"}, (), data,
+            note=f"not in the paper: MS-Transformer encoder (eq. 10, no FFN), stock decoder, {size}",
         ),
     }
 
@@ -54,10 +54,9 @@ TABLE = {
     # ---- CPU-sized (2+2 layers, d=256, 4 heads) for the bundled EN-DE sample
     "mixer_small_ms": Arch(
         "mixer_small",
-        {"encoder_mixers": ms(4, layers=2), "decoder_mixers": ms(4, layers=2)},
-        "CPU sample: MSMSA encoder and decoder (alpha 0.5, paper scales)",
-        DEBIAN,
+        {"encoder_mixers": ms(4, layers=2), "decoder_mixers": ms(4, layers=2)}, (), DEBIAN,
+        note="CPU size: MSMSA encoder and decoder (alpha 0.5, paper scales)",
     ),
 }
 
-register_table(TABLE)
+register_table(TABLE, paper="multiscale")
