@@ -75,7 +75,7 @@ def test_band_attention_with_random_windows_and_offsets(kernel):
     hi = torch.randint(0, 4, (B, T), generator=g)
     key_ok = torch.rand(B, S, generator=g) > 0.2
     offset = S - T
-    out = kernels.band_attention(q, k, v, lo, hi, key_ok, offset, 0.3, kernel=kernel, block=4, max_lo=8, max_hi=3)
+    out, _ = kernels.band_attention(q, k, v, lo, hi, key_ok, offset, 0.3, kernel=kernel, block=4, max_lo=8, max_hi=3)
     delta = torch.arange(S) - torch.arange(T)[:, None] - offset
     ok = (delta >= -lo[..., None]) & (delta <= hi[..., None]) & key_ok[:, None, :]  # (B, T, S)
     ref = explicit(q, k, v, ok[:, None], 0.3)

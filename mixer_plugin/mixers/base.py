@@ -248,8 +248,18 @@ class AttentionMixer(MixerBase):
 
     def mix(self, x, kv_input, key_padding_mask, incremental_state, need_weights):
         T, B, _ = x.shape
-        streams, key_padding_mask, offset = self.keys_values(kv_input, key_padding_mask, incremental_state)
-        q = self.split_heads(self.q_proj(x), self.head_dim)  # (B, H, T, d)
+        if self.cross or not self.fuse_qkv():
+            q, new = self.q_proj(x), None
+        else:
+            # self-attention: q, k and v of the same input in one GEMM (one pass over x,
+            # one larger matrix product), then split; the parameters stay fairseq's three
+            q, k, v = F.linear(x, torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]),
+                               torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
+                               ).split([self.q_proj.out_features, self.k_proj.out_features,
+                                        self.v_proj.out_features], dim=-1)
+            new = {"k": k, "v": v}
+        streams, key_padding_mask, offset = self.keys_values(kv_input, key_padding_mask, incremental_state, new)
+        q = self.split_heads(q, self.head_dim)  # (B, H, T, d)
         out, weights = self.attend(q, streams, key_padding_mask, offset, need_weights)  # (B, H, T, dv)
         out = out.permute(2, 0, 1, 3).reshape(T, B, self.num_heads * self.value_dim)  # (T, B, H * dv)
         return self.out_proj(out), weights  # (T, B, D)
@@ -279,14 +289,22 @@ class AttentionMixer(MixerBase):
         """The cached streams of the keys' input, each ``(S, B, C)``."""
         return {"k": self.k_proj(kv_input), "v": self.v_proj(kv_input)}
 
-    def keys_values(self, kv_input: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State]):
-        """-> (streams, key_padding_mask over all key rows, offset).
+    def fuse_qkv(self) -> bool:
+        """Whether a self-mixer's streams are exactly k_proj(x), v_proj(x), so that q, k
+        and v can come out of one matrix product (a subclass whose :meth:`project_kv`
+        caches something else says no)."""
+        return True
+
+    def keys_values(self, kv_input: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State],
+                    new: Optional[Dict[str, Tensor]] = None):
+        """-> (streams, key_padding_mask over all key rows, offset).  ``new``: the
+        streams of ``kv_input`` when the caller has them already.
 
         In incremental decoding fairseq's decoder passes the padding of the current
         step's column only, and None when that column has none; the padding of every
         key row is cached beside the keys from the first step that had any."""
         if incremental_state is None:
-            return self.project_kv(kv_input), key_padding_mask, 0
+            return (new or self.project_kv(kv_input)), key_padding_mask, 0
         buffer = self._get_input_buffer(incremental_state)
         if self.cross:
             # static: the encoder output is the same at every step (fairseq's
@@ -296,7 +314,7 @@ class AttentionMixer(MixerBase):
                 self._set_input_buffer(incremental_state, buffer)
             return dict(buffer), key_padding_mask, 0
         T, B = kv_input.shape[:2]
-        new = self.project_kv(kv_input)
+        new = dict(new or self.project_kv(kv_input))
         prev_len = next((x.size(0) for name, x in buffer.items() if name != "pad"), 0)
         if key_padding_mask is not None or "pad" in buffer:
             zeros = lambda n: torch.zeros(n, B, dtype=torch.bool, device=kv_input.device)  # noqa: E731

@@ -119,8 +119,15 @@ class HardRetrievalAttention(AttentionMixer):
     def _mode(self) -> str:
         return self.train_mode if self.training else self.decode_mode
 
+    def keeps_keys_input(self) -> bool:
+        """§4.3 in eval mode: the cache holds the keys' input instead of V."""
+        return self.retrieve_values and not self.training and self.decode_mode == "hard"
+
+    def fuse_qkv(self) -> bool:
+        return not self.keeps_keys_input()
+
     def project_kv(self, kv_input: Tensor) -> Dict[str, Tensor]:
-        if self.retrieve_values and not self.training and self.decode_mode == "hard":
+        if self.keeps_keys_input():
             # §4.3: keep the keys' input; V is projected only where a head looks
             return {"k": self.k_proj(kv_input), "x": kv_input}
         return super().project_kv(kv_input)
