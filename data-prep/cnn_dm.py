@@ -21,7 +21,7 @@ import hashlib
 import sys
 import tarfile
 
-from prep_lib import (Download, Parallel, PrepError, Workspace, add_subword_args, common_parser, fetch,
+from mixer_plugin.data.prep import (Download, Parallel, PrepError, Workspace, add_subword_args, common_parser, fetch,
                       main_wrapper, moses_tokenize, read_lines, resolve_root, run_pipeline, write_lines)
 
 RECIPE = "cnn_dm"

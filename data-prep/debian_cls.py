@@ -12,8 +12,8 @@ sentence_prediction`` reads.  Scored by accuracy (fairseq-validate on ``test``).
 
 import sys
 
-from debian_en_de import shared_corpus_main
-from prep_lib import atomic_path, fairseq_preprocess, main_wrapper
+from mixer_plugin.data.debian import shared_corpus_main
+from mixer_plugin.data.prep import atomic_path, fairseq_preprocess, main_wrapper
 
 RECIPE = "debian_cls"
 RECIPES = {RECIPE: []}

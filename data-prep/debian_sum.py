@@ -11,8 +11,8 @@ size of this repo), fairseq-preprocess --joined-dictionary; scored with ROUGE.
 
 import sys
 
-from debian_en_de import shared_corpus_main
-from prep_lib import main_wrapper
+from mixer_plugin.data.debian import shared_corpus_main
+from mixer_plugin.data.prep import main_wrapper
 
 RECIPE = "debian_sum"
 RECIPES = {RECIPE: []}

@@ -20,7 +20,7 @@ every epoch; the full 190k is slow) [all].  Scored with ROUGE-1/2/L F1 on the to
 
 import sys
 
-from prep_lib import (Download, Parallel, PrepError, Workspace, add_subword_args, archive_names, common_parser, fetch,
+from mixer_plugin.data.prep import (Download, Parallel, PrepError, Workspace, add_subword_args, archive_names, common_parser, fetch,
                       main_wrapper, member_lines, resolve_root, run_pipeline, write_lines)
 
 RECIPE = "gigaword"

@@ -16,11 +16,11 @@ Scoring: tokenized (lowercased) BLEU against ``ref/test.tok.en``, as fairseq-gen
 prints and the papers report; sacrebleu on the detokenized text besides.
 """
 
-import re
 import sys
 
-from prep_lib import (Download, Parallel, PrepError, Workspace, add_subword_args, common_parser, fetch, find_member, main_wrapper,
-                      member_lines, resolve_root, run_pipeline, sgm_segments, read_member, write_lines)
+from mixer_plugin.data.prep import (Download, Parallel, Workspace, add_subword_args, common_parser, main_wrapper,
+                                    resolve_root, run_pipeline)
+from mixer_plugin.data.ted import write_ted
 
 RECIPE = "iwslt14_de_en"
 RECIPES = {RECIPE: []}
@@ -31,36 +31,6 @@ ARCHIVE = Download(
 )
 TEST_SETS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
              "IWSLT14.TED.tst2012"]
-_DROP = ("<url>", "<talkid>", "<keywords>")
-_TAGS = re.compile(r"</?(title|description)>")
-
-
-def ted_train_lines(lines):
-    """prepare-iwslt14.sh: grep -v <url>/<talkid>/<keywords>; strip <title>, <description>."""
-    return [_TAGS.sub("", line).strip() for line in lines if not any(t in line for t in _DROP)]
-
-
-def write_ted(ws, out, archive, src, tgt, test_sets):
-    """Training text and the named xml sets (``{split: [set, ...]}``, concatenated) of a WIT3 archive."""
-    tgz = fetch(archive, ws)
-    pair = "de-en"
-    text = {lang: ted_train_lines(member_lines(tgz, find_member(tgz, f"train.tags.{pair}.{lang}"))) for lang in (src, tgt)}
-    if len(text[src]) != len(text[tgt]):
-        raise PrepError(f"{tgz}: train.tags.{pair} sides have {len(text[src])} and {len(text[tgt])} lines")
-    for lang in (src, tgt):
-        write_lines(out / f"train.{lang}", text[lang])
-    sizes = {}
-    for split, sets in test_sets.items():
-        for lang in (src, tgt):
-            lines = []
-            for name in sets:
-                segs = sgm_segments(read_member(tgz, find_member(tgz, f"{name}.{pair}.{lang}.xml")).decode("utf-8"))
-                sizes[f"{name}.{lang}"] = len(segs)
-                lines += segs
-            write_lines(out / f"{split}.{lang}", lines)
-    return {"sets": {k: v for k, v in sizes.items() if k.endswith(f".{src}")}}
-
-
 def main(argv=None):
     p = common_parser(RECIPE, __doc__)
     add_subword_args(p, kind="bpe", vocab=10000, lowercase=True)

@@ -19,8 +19,8 @@ instead, as the IWSLT14 recipe does.  Scoring: tokenized BLEU (multi-bleu.perl),
 
 import sys
 
-from iwslt14_de_en import write_ted
-from prep_lib import Download, Parallel, Workspace, add_subword_args, common_parser, main_wrapper, resolve_root, run_pipeline
+from mixer_plugin.data.prep import Download, Parallel, Workspace, add_subword_args, common_parser, main_wrapper, resolve_root, run_pipeline
+from mixer_plugin.data.ted import write_ted
 
 RECIPE = "iwslt16_de_en"
 RECIPES = {RECIPE: []}

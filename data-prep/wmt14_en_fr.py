@@ -12,8 +12,8 @@ from our copy of the paper; 32k is Vaswani et al.'s (wordpiece) size and the def
 
 import sys
 
-from prep_lib import Parallel, Workspace, add_subword_args, common_parser, main_wrapper, resolve_root, run_pipeline
-from wmt_lib import write_wmt_raw
+from mixer_plugin.data.prep import Parallel, Workspace, add_subword_args, common_parser, main_wrapper, resolve_root, run_pipeline
+from mixer_plugin.data.wmt import write_wmt_raw
 
 RECIPE = "wmt14_en_fr"
 RECIPES = {RECIPE: []}

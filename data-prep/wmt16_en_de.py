@@ -21,10 +21,10 @@ Vaswani et al.) and sacrebleu against the raw ``ref/test.de``.
 
 import sys
 
-from prep_lib import (Download, Parallel, PrepError, Workspace, add_subword_args, atomic_path, common_parser,
+from mixer_plugin.data.prep import (Download, Parallel, PrepError, Workspace, add_subword_args, atomic_path, common_parser,
                       fairseq_preprocess, fetch, find_member, main_wrapper, member_lines, read_member, resolve_root,
                       run_pipeline, write_lines)
-from wmt_lib import write_wmt_raw
+from mixer_plugin.data.wmt import write_wmt_raw
 
 RECIPE = "wmt16_en_de"
 RECIPES = {RECIPE: []}

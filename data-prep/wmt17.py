@@ -2,7 +2,7 @@
 """wmt17_<src>_<tgt>: the WMT'17 news translation pairs (de, fi, lv, ru, tr, cs, zh <-> en).
 
     python data-prep/wmt17.py --src en --tgt de [--variant preprocessed|ihead]
-    python data-prep/prepare.py wmt17_en_de        # the same, by recipe name
+    mixer-prepare wmt17_en_de                      # the same, by recipe name
 
 Variants:
 
@@ -26,9 +26,9 @@ Variants:
 import sys
 from pathlib import Path
 
-from prep_lib import (REPO, Download, Parallel, PrepError, Workspace, add_subword_args, archive_names, common_parser, fetch,
+from mixer_plugin.data.prep import (WORK, Download, Parallel, PrepError, Workspace, add_subword_args, archive_names, common_parser, fetch,
                       detruecase, main_wrapper, member_lines, moses_detokenize, read_lines, run_pipeline, write_lines)
-from wmt_lib import write_wmt_raw
+from mixer_plugin.data.wmt import write_wmt_raw
 
 LANGS = ("de", "fi", "lv", "ru", "tr", "cs", "zh")
 RECIPES = {f"wmt17_{s}_{t}": ["--src", s, "--tgt", t] for x in LANGS for s, t in (("en", x), (x, "en"))}
@@ -89,7 +89,7 @@ def main(argv=None):
         add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
     recipe = f"wmt17_{args.src}_{args.tgt}"
-    root = args.root or (REPO / "work" / "data" / (recipe + (".ihead" if ihead else "")))
+    root = args.root or (WORK / "data" / (recipe + (".ihead" if ihead else "")))
     ws = Workspace(root, args, recipe)
     if ihead:
         tests = {"test": "newstest2014", "test1": "newstest2015", "test2": "newstest2016", "test3": "newstest2017"}

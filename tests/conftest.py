@@ -1,10 +1,11 @@
 """Shared fixtures for the end-to-end tests (tests/test_cli.py, tests/test_ddp.py).
 
 Everything here goes through fairseq's stock command-line tools in subprocesses, the
-way a user runs the plugin.  The data is a small slice of the bundled EN-DE sample
-(data/en-de-sample/), preprocessed once per session with whitespace tokenisation.
+way a user runs the plugin.  The data is a small slice of the bundled EN-DE corpus
+(data/debian-en-de/), preprocessed once per session with whitespace tokenisation.
 """
 
+import lzma
 import os
 import shutil
 import signal
@@ -15,7 +16,15 @@ from pathlib import Path
 import pytest
 
 E2E_REPO = Path(__file__).resolve().parents[1]
-E2E_SAMPLE = E2E_REPO / "data" / "en-de-sample"
+BUNDLED = E2E_REPO / "data" / "debian-en-de"
+
+
+def bundled_lines(split, lang, n=None):
+    """The first ``n`` lines of a split of the bundled corpus (all with ``n=None``)."""
+    with lzma.open(BUNDLED / f"{split}.{lang}.xz", "rt", encoding="utf-8", newline="\n") as f:
+        lines = f.read().split("\n")
+    lines = lines[:-1] if lines and lines[-1] == "" else lines
+    return lines if n is None else lines[:n]
 E2E_USER_DIR = str(E2E_REPO / "mixer_plugin")
 
 # small and quick: sentence pairs taken from the start of each split of the sample,
@@ -132,21 +141,19 @@ class E2EData:
 @pytest.fixture(scope="session")
 def e2e_data(tmp_path_factory):
     """The sample slice, raw and fairseq-preprocessed (joined dictionary)."""
-    if not (E2E_SAMPLE / "train.en").is_file():
-        pytest.fail(f"the bundled sample is missing: {E2E_SAMPLE}")
+    if not (BUNDLED / "train.en.xz").is_file():
+        pytest.fail(f"the bundled corpus is missing: {BUNDLED}")
     data = E2EData(tmp_path_factory.mktemp("e2e_data"))
     data.raw.mkdir()
     for split, want in E2E_SIZES.items():
-        with open(E2E_SAMPLE / f"{split}.en", encoding="utf-8") as fen, open(
-            E2E_SAMPLE / f"{split}.de", encoding="utf-8"
-        ) as fde:
-            pairs = []
-            for en, de in zip(fen, fde):
-                en, de = en.strip(), de.strip()
-                if en and de and len(en.split()) <= E2E_MAX_WORDS and len(de.split()) <= E2E_MAX_WORDS:
-                    pairs.append((en, de))
-                    if len(pairs) == want:
-                        break
+        pairs = []
+        # every 7th pair, so that the slice mixes the corpus' sources (it is ordered by source)
+        for en, de in list(zip(bundled_lines(split, "en"), bundled_lines(split, "de")))[::7]:
+            en, de = en.strip(), de.strip()
+            if en and de and len(en.split()) <= E2E_MAX_WORDS and len(de.split()) <= E2E_MAX_WORDS:
+                pairs.append((en, de))
+                if len(pairs) == want:
+                    break
         assert len(pairs) == want, f"{split}: only {len(pairs)} usable pairs in the sample"
         for i, lang in enumerate(("en", "de")):
             (data.raw / f"{split}.{lang}").write_text(

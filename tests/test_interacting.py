@@ -207,8 +207,7 @@ def test_fixed_head_at_d_over_h_is_stock_attention(role):
 
 
 # ---------------------------------------------------------- §3.4 max-heads rule
-sys.path.insert(0, str(E2E_REPO / "scripts"))
-import max_heads  # noqa: E402
+from mixer_plugin.analysis import max_heads  # noqa: E402
 
 
 def write_dataset(prefix, lengths):
@@ -283,7 +282,7 @@ def test_max_heads_bad_input_is_one_line(tmp_path, capsys):
 def test_max_heads_on_preprocessed_text_counts_its_tokens(e2e_data):
     """Through fairseq-preprocess: the mean is the mean whitespace-token count of the
     raw training text (fairseq's tokenizer splits on whitespace; EOS not counted)."""
-    proc = e2e_run([sys.executable, E2E_REPO / "scripts" / "max_heads.py", e2e_data.bin, "--d-model", "512",
+    proc = e2e_run([sys.executable, "-m", "mixer_plugin.analysis.max_heads", e2e_data.bin, "--d-model", "512",
                     "--json", e2e_data.bin / "max_heads.json"])
     r = json.loads((e2e_data.bin / "max_heads.json").read_text())
     words = [len(line.split()) for lang in ("en", "de") for line in e2e_data.lines("train", lang)]

@@ -1,77 +1,95 @@
-"""configs/ is generated from the architecture tables: in sync, complete, and every
-config's flags are real fairseq flags; train.sh builds the documented commands."""
+"""configs/ is generated from the architecture tables (mixer-configs): in sync, complete,
+and the commands the runner builds from a config are real fairseq commands (training,
+DDP through torchrun, precision, decoding of another row's checkpoints)."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+import json
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
-sys.path.insert(0, str(REPO / "data-prep"))
-
-import make_configs  # noqa: E402
+from mixer_plugin.experiments import paper_rows
+from mixer_plugin.experiments.spec import load
+from mixer_plugin.experiments.stages import flag_value, prepare_stage, run_stages
 
 
 def test_committed_configs_are_in_sync():
-    problems = make_configs.check()
-    assert not problems, "run python scripts/make_configs.py:\n" + "\n".join(problems[:20])
+    problems = paper_rows.check()
+    assert not problems, "run mixer-configs:\n" + "\n".join(problems[:20])
 
 
 def test_every_row_and_dataset_has_a_config_and_a_recipe():
+    from mixer_plugin.data.recipes import recipes
     from mixer_plugin.models.architectures import ARCHITECTURES
-    from prepare import recipes
 
-    have = {p.relative_to(make_configs.CONFIGS).as_posix() for p in make_configs.CONFIGS.rglob("*.yaml")}
+    have = {p.relative_to(paper_rows.CONFIGS).as_posix() for p in paper_rows.CONFIGS.rglob("*.yaml")}
     prep = recipes()
     for arch, spec in ARCHITECTURES.items():
         for data in spec.data:
             assert data in prep, f"{arch}: no data-prep recipe {data}"
-            assert data in make_configs.RECIPES, f"{arch}: no training recipe for {data}"
-            assert any(h.endswith(f"/{arch}.{data}.yaml") for h in have), (arch, data)
-    for extra in make_configs.EXTRA_ROWS:
-        assert extra["arch"] in ARCHITECTURES, f"EXTRA_ROWS names unknown arch {extra['arch']}"
+            if spec.rows and data not in paper_rows.CPU_DATA:
+                assert data in paper_rows.RECIPES, f"{arch}: no training recipe for {data}"
+                assert f"{spec.paper}/{arch}.{data}.yaml" in have, (arch, data)
+    for arch, data in list(paper_rows.EXTRA) + list(paper_rows.DECODES):
+        assert arch in ARCHITECTURES and f"{ARCHITECTURES[arch].paper}/{arch}.{data}.yaml" in have
 
 
-def test_configs_name_their_paper_row():
-    for path in make_configs.CONFIGS.rglob("*.yaml"):
-        cfg = make_configs.load(path)
-        assert cfg["reproduces"].strip(), path
-        assert cfg["prepare"].startswith("python data-prep/prepare.py "), path
+def commands(name, tmp_path, monkeypatch, **env):
+    """The runner's stages of a config, with its data 'prepared' in tmp_path."""
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "WORK", tmp_path)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    exp = load(paper_rows.CONFIGS / f"{name}.yaml")
+    out = {}
+    trained = {}
+    for m in sorted(exp.models.values(), key=lambda m: m.decode_of is not None):
+        prepared = prepare_stage(m.data, m.prepare)
+        root = prepared.outputs[0].parent
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "prep.json").write_text(json.dumps({"src": "en", "tgt": "de", "references": {
+            "test": {"detok": "ref/test.de", "tok": "ref/test.tok.de"}}}))
+        chain = run_stages(exp, m, 1, prepared, trained.get(m.decode_of))
+        if not m.decode_of:
+            trained[m.name] = chain[0]
+        out[m.name] = {s.name: s.commands for s in chain}
+    return exp, out
 
 
 @pytest.mark.parametrize("name", [
     "multinn/mixer_wmt_multinn.wmt16_en_de", "multinn/mixer_iwslt_local.iwslt14_de_en",
     "multinn/mixer_wmt_attn.cnn_dm", "hard_retrieval/mixer_wmt_big_hard_dec.wmt14_en_fr",
-    "hard_retrieval/mixer_wmt_hard_dec.wmt16_en_de.decode_soft", "comparison/cpu_sum_multinn",
+    "hard_retrieval/mixer_wmt_hard_dec.wmt16_en_de", "interacting/mixer_ihead_interacting_h8.wmt17_en_cs",
 ])
-def test_config_flags_parse_as_fairseq_train(name, tmp_path):
+def test_config_commands_parse_as_fairseq(name, tmp_path, monkeypatch):
     from fairseq import options
 
-    argv = [str(tmp_path), *make_configs.flags(name, "task"), *make_configs.flags(name, "train"), "--save-dir", str(tmp_path)]
-    args = options.parse_args_and_arch(options.get_training_parser(), input_args=argv)
-    assert args.arch == make_configs.load(name)["arch"]
-    gen = options.parse_args_and_arch(options.get_generation_parser(),
-                                      input_args=[str(tmp_path), *make_configs.flags(name, "task"),
-                                                  *make_configs.flags(name, "generate")])
-    assert gen.beam >= 4
+    exp, cmds = commands(name, tmp_path, monkeypatch, NGPU="0")
+    for model, stages in cmds.items():
+        if "train" in stages:
+            argv = stages["train"][0][3:]  # python -m fairseq_cli.train ARGS
+            args = options.parse_args_and_arch(options.get_training_parser(), input_args=argv)
+            assert args.arch == exp.models[model].arch and args.cpu
+        gen = stages["generate"][0][3:]
+        args = options.parse_args_and_arch(options.get_generation_parser(), input_args=gen)
+        assert args.beam >= 4 and args.path.endswith(".pt")
+    if name.endswith("hard_dec.wmt16_en_de"):  # Table 4: the hard model decoded soft, no training of its own
+        assert set(cmds) == {"mixer_wmt_hard_dec", "decode_soft"} and "train" not in cmds["decode_soft"]
+        gen = cmds["decode_soft"]["generate"][0]
+        assert "hard:decode=soft" in flag_value(gen, "--model-overrides")
+        assert "mixer_wmt_hard_dec/seed1/averaged_last5.pt" in flag_value(gen, "--path")
 
 
-def test_train_sh_commands(tmp_path):
-    env = dict(os.environ, DRY_RUN="1", DATA=str(tmp_path), NGPU="4", PRECISION="bf16", SEED="3")
-    cfg = "configs/multinn/mixer_wmt_attn.wmt16_en_de.yaml"
-    out = subprocess.run(["bash", "scripts/train.sh", cfg, "--max-update", "10"], cwd=REPO, env=env,
-                         capture_output=True, text=True, check=True).stdout
-    assert out.startswith("torchrun --standalone --nproc_per_node 4 ")
-    assert "--update-freq 8" in out and out.rstrip().endswith("--update-freq 2 --max-update 10")  # 8 / 4 GPUs
-    assert "--bf16" in out and "--seed 3" in out and "checkpoints/multinn/mixer_wmt_attn.wmt16_en_de/seed3" in out
-    env.update(NGPU="0", PRECISION="fp64")
-    bad = subprocess.run(["bash", "scripts/train.sh", cfg], cwd=REPO, env=env, capture_output=True, text=True)
-    assert bad.returncode == 2 and "PRECISION must be" in bad.stderr
-    env.pop("DATA")
-    env["PRECISION"] = "fp32"
-    nodata = subprocess.run(["bash", "scripts/train.sh", "configs/multinn/mixer_iwslt_attn.iwslt14_de_en.yaml"], cwd=REPO,
-                            env=dict(env, DATA=str(tmp_path / "none")), capture_output=True, text=True)
-    assert nodata.returncode == 2 and "python data-prep/prepare.py iwslt14_de_en" in nodata.stderr
+def test_ddp_divides_the_update_frequency(tmp_path, monkeypatch):
+    """NGPU=4: fairseq's own DDP through torchrun, the tokens per update kept."""
+    _, cmds = commands("multinn/mixer_wmt_attn.wmt16_en_de", tmp_path, monkeypatch, NGPU="4")
+    train = cmds["mixer_wmt_attn"]["train"][0]
+    assert train[:4] == ["torchrun", "--standalone", "--nproc_per_node", "4"]
+    assert flag_value(train, "--update-freq") == "2" and "--cpu" not in train  # 8 / 4 GPUs, the last one wins
+
+
+def test_precision_flag(tmp_path, monkeypatch):
+    _, cmds = commands("multinn/mixer_wmt_attn.wmt16_en_de", tmp_path, monkeypatch, NGPU="1", PRECISION="bf16")
+    assert "--bf16" in cmds["mixer_wmt_attn"]["train"][0] and "--bf16" in cmds["mixer_wmt_attn"]["generate"][0]
+    monkeypatch.setenv("PRECISION", "fp64")
+    with pytest.raises(ValueError, match="PRECISION must be one of fp32, fp16, bf16"):
+        commands("multinn/mixer_wmt_attn.wmt16_en_de", tmp_path, monkeypatch)

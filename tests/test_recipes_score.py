@@ -1,6 +1,6 @@
-"""scripts/score.py: every metric against hand-computed values on tiny cases, the
-compound split, seeds (mean +- std), paired bootstrap, and the old interface that
-scripts/quickstart.sh uses (``score.py HYP REF --json OUT``)."""
+"""mixer-score (mixer_plugin/scoring.py): every metric against hand-computed values on
+tiny cases, the compound split, seeds (mean +- std), paired bootstrap, per-source
+scores, and the command line (``mixer-score HYP REF --json OUT``) with its errors."""
 
 import json
 import math
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
+from mixer_plugin import scoring as score
 
-import score  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def write(path, lines):
@@ -102,23 +101,37 @@ def test_paired_bootstrap(tmp_path):
     assert same["bootstrap"]["bleu"]["p_value"] > 0.2
 
 
-def test_old_interface_and_errors(tmp_path):
+def test_per_source_scores(tmp_path):
+    ref = ["der hund bellt laut", "die katze schläft", "ein vogel singt", "das auto fährt schnell"]
+    hyp = ["der hund bellt laut", "die katze schläft", "ein fisch schwimmt", "das boot fährt"]
+    s = run(tmp_path, hyp, ref, "--metrics", "bleu,chrf", "--sources", write(tmp_path / "src.txt", ["a", "a", "b", "b"]))
+    assert s["by_source"]["a"] == {"lines": 2, "bleu": pytest.approx(100.0), "chrf": pytest.approx(100.0)}
+    assert s["by_source"]["b"]["lines"] == 2 and s["by_source"]["b"]["bleu"] < 50
+    with pytest.raises(SystemExit):
+        run(tmp_path, hyp, ref, "--sources", write(tmp_path / "short.txt", ["a"]))
+
+
+def test_command_line_and_errors(tmp_path):
     hyp = write(tmp_path / "hyp.txt", ["Das ist gut.", "Ja"])
     ref = write(tmp_path / "ref.txt", ["Das ist gut.", "Nein"])
     out = tmp_path / "o.json"
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "score.py"), hyp, ref, "--json", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "mixer_plugin.scoring", hyp, ref, "--json", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     s = json.loads(out.read_text())
     for key in ("bleu", "chrf", "bleu_signature", "chrf_signature", "bleu_detail", "lines"):
-        assert key in s  # what scripts/quickstart.sh reads
+        assert key in s
     assert "BLEU = " in proc.stdout and "chrF2 = " in proc.stdout
     for argv, msg in (([hyp, write(tmp_path / "r3.txt", ["a", "b", "c"])], "line counts differ"),
                       ([hyp, ref, "--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
                       ([hyp, ref, "--compound-split"], "--compound-split applies to tokenized BLEU"),
                       ([hyp, str(tmp_path / "nope.txt")], "reference file not found")):
-        bad = subprocess.run([sys.executable, str(REPO / "scripts" / "score.py"), *argv], capture_output=True, text=True)
-        assert bad.returncode == 2 and msg in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        bad = subprocess.run([sys.executable, "-m", "mixer_plugin.scoring", *argv], capture_output=True, text=True)
+        # one line; before it only the notice fairseq prints on import, as every fairseq tool
+        # does (fairseq.tasks.text_to_speech configures logging at import)
+        err = [line for line in bad.stderr.strip().splitlines() if not line.startswith("INFO:fairseq.tasks")]
+        assert bad.returncode == 2 and len(err) == 1 and err[0].startswith("mixer-score: error:") and msg in err[0], \
+            bad.stderr
 
 
 def test_rouge_paired_bootstrap(tmp_path):

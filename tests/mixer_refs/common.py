@@ -42,16 +42,17 @@ def allowed_keys(case, pad, T, S):
     return lambda b, t, s: (s <= t or not causal) and valid(pad, b, s, T)
 
 
-def naive_attention(m, case, x, kv, allowed):
-    """softmax(q k^T / sqrt(d_h)) v per head, over the key positions ``allowed``,
-    with fairseq's parameter names (q_proj, k_proj, v_proj, out_proj); d_h = D / heads."""
+def naive_attention(m, case, x, kv, allowed, temperature=1.0):
+    """softmax(q k^T / (sqrt(d_h) temperature)) v per head, over the key positions
+    ``allowed``, with fairseq's parameter names (q_proj, k_proj, v_proj, out_proj);
+    d_h = D / heads."""
     T, B, D = x.shape
     H = num_heads(case)
     dh = D // H
     out = torch.zeros_like(x)
     for b in range(B):
         for t in range(T):
-            q = m.q_proj(x[t, b]) * dh**-0.5
+            q = m.q_proj(x[t, b]) * dh**-0.5 / temperature
             keys = [s for s in range(kv.size(0)) if allowed(b, t, s)]
             k = m.k_proj(kv[keys, b])  # (S', D)
             v = m.v_proj(kv[keys, b])

@@ -29,9 +29,9 @@ PAPERS: Dict[str, Paper] = {
     "multinn": Paper("Loem et al. 2022", "Are Neighbors Enough? Multi-Head Neural n-gram can be Alternative to "
                      "Self-attention", "arXiv:2207.13354", "docs/multinn.md"),
     "hard_retrieval": Paper("Xu et al. 2021", "Learning Hard Retrieval Decoder Attention for Transformers",
-                            "ACL Anthology 2021.findings-emnlp.67 (arXiv:2009.14658)", "docs/hard_retrieval.md"),
+                            "ACL Anthology 2021.findings-emnlp.67, arXiv:2009.14658", "docs/hard_retrieval.md"),
     "interacting": Paper("Li and Luo 2022", "An Improved Transformer-Based Neural Machine Translation Strategy: "
-                         "Interacting-Head Attention", "doi:10.1155/2022/2998242 (no arXiv version)",
+                         "Interacting-Head Attention", "doi:10.1155/2022/2998242, no arXiv version",
                          "docs/interacting_heads.md"),
     "multiscale": Paper("Guo et al. 2020", "Multi-Scale Self-Attention for Text Classification", "arXiv:1912.00544",
                         "docs/multiscale.md"),

@@ -1,0 +1,187 @@
+"""Cost of the interacting-head paper's mixers against stock ``attn`` as the number of
+heads grows: forward+backward time and peak memory of ONE module.
+
+    mixer-bench heads                     # full run -> results/bench_heads_<device>.{md,json}
+    mixer-bench heads --quick             # smoke run (seconds), prints only
+    mixer-bench heads --heads 8,32 --lengths 64 --md /tmp/x.md --json /tmp/x.json
+
+A benchmark, not a test: it asserts nothing.  The measuring code is
+``mixer_plugin/bench/mixers.py``'s (``bench_group``: warmup, round-robin timing of all
+modules of one (role, L, H) with the order rotated each round, median and minimum of
+the timed steps, peak memory from the allocator events of one extra step); see its
+docstring for the exact method.  Here it runs once per number of heads H, with every
+module built with H heads (the layer's ``--*-attention-heads``), so each ratio comes
+from modules timed side by side in the same run:
+
+  * ``attn``: fairseq's MultiheadAttention (the baseline);
+  * ``interacting``: Algorithm 1, sum reading, as one SDPA call with the summed query;
+  * ``interacting:reading=pairwise``: H^2 score maps and an H^2 d_v x D output map;
+  * ``talking_heads``: two H x H maps across heads around the softmax (score maps
+    materialised; no fused kernel);
+  * ``fixed_head:head_dim=25``: head size fixed at the paper's WMT17 EN-DE mean length.
+
+Goal (issue 4): ``interacting`` <= 1.05x the time of ``attn`` at every H.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+
+from . import mixers as bm
+from mixer_plugin.mixers import Role
+
+GOAL = 1.05
+FIXED_HEAD_DIM = 25  # the paper's WMT17 EN-DE mean length (§4.1)
+MIXERS = ["attn", "interacting", "interacting:reading=pairwise", "talking_heads",
+          f"fixed_head:head_dim={FIXED_HEAD_DIM}"]
+ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
+
+
+def flops_per_token(label: str, D: int, H: int, L: int) -> float:
+    """Forward multiply-adds per token (projections + score maps + weighted sums, and
+    the talking-heads maps); backward is ~2x forward for all of them."""
+    attn = 4 * D * D + 2 * L * D
+    name = label.split(":")[0]
+    if label == "interacting:reading=pairwise":
+        return 3 * D * D + H * D * D + 2 * L * D * H  # out_proj reads H^2 d_v = H D
+    if name == "interacting":
+        return attn + D  # + the sum over query heads
+    if name == "talking_heads":
+        return attn + 2 * L * H * H  # P_l and P_w on every (query, key) cell
+    if name == "fixed_head":
+        dp = int(label.split("head_dim=")[1].split(":")[0]) if "head_dim=" in label else 64
+        return 4 * D * H * dp + 2 * L * H * dp
+    return attn
+
+
+def time_cell(r, lab):
+    if "median_s" not in r:
+        return ""
+    if lab == "attn":
+        return f"{1000 * r['median_s']:.1f}"
+    return (f"{1000 * r['median_s']:.1f} ({r['time_ratio']:.2f}x [{r['time_ratio_min']:.2f}x]; "
+            f"{r['flop_ratio']:.2f})")
+
+
+def mem_cell(r, lab):
+    if "peak_bytes" not in r:
+        return ""
+    if lab == "attn" or r.get("mem_ratio_vs_attn") is None:
+        return bm.fmt_mb(r["peak_bytes"])
+    return f"{bm.fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f}x)"
+
+
+def markdown(meta, rows):
+    out = [f"# Heads benchmark: interacting-head attention and its baselines ({meta['device']})\n"]
+    out.append(f"- command: `{meta['command']}`")
+    out.append(f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}")
+    out.append(f"- torch {meta['torch']}, python {meta['python']}; device: {meta['device_name']}; "
+               f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})")
+    out.append(f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
+               f"wall time {meta['wall_s']:.0f} s.  Other jobs shared this machine; the round-robin "
+               "timing spreads their load over all modules of a group alike")
+    out.append(f"- one module, d={meta['dim']}, float32, train mode, dropout {meta['dropout']}; "
+               f"batch: constant tokens, B = {meta['tokens']} // L; H heads for every module")
+    out.append(f"- time: {meta['warmup']} warmup step(s), then the median [minimum] of {meta['repeats']} timed "
+               "forward+backward steps (mixer_plugin/bench/mixers.py bench_group)")
+    out.append("- memory: peak bytes of one step above what was allocated before it (bench_mixers.peak_cpu: "
+               "the CPU allocator's events; on CUDA max_memory_allocated): activations kept for backward, "
+               "temporaries and grads; not parameters or inputs")
+    out.append("- `x attn` = module time / attn time of the same (role, L, H) group, so > 1 is slower; "
+               "`FLOPs x` = the same ratio of forward multiply-adds per token (see the script)\n")
+    out.append(f"Goal: `interacting` <= {GOAL:.2f}x attn time at every H.\n")
+    labels = meta["mixers"]
+    for role in [r.value for r in ROLES]:
+        for L in meta["lengths"]:
+            rr = [r for r in rows if r["role"] == role and r["L"] == L]
+            if not rr:
+                continue
+            out.append(f"## {role}, L = {L} (B = {rr[0]['B']})\n")
+            for title, cell in (("Forward+backward time, ms (x attn, median [min]; FLOPs x)", time_cell),
+                                ("Peak memory of one step, MB (x attn)", mem_cell)):
+                out.append(title + "\n")
+                out.append("| H | d_k | " + " | ".join(f"`{lab}`" for lab in labels) + " |")
+                out.append("|---:|---:|" + "---:|" * len(labels))
+                for H in meta["heads"]:
+                    by = {r["mixer"]: r for r in rr if r["H"] == H}
+                    cells = [cell(by[lab], lab) if lab in by else "" for lab in labels]
+                    out.append(f"| {H} | {meta['dim'] // H} | " + " | ".join(cells) + " |")
+                out.append("")
+    out.append("## Goal check: `interacting` time / `attn` time\n")
+    out.append("| role | L | " + " | ".join(f"H={H}" for H in meta["heads"]) + " |")
+    out.append("|---|---:|" + "---:|" * len(meta["heads"]))
+    for role in [r.value for r in ROLES]:
+        for L in meta["lengths"]:
+            cells = []
+            for H in meta["heads"]:
+                r = next((r for r in rows if r["role"] == role and r["L"] == L and r["H"] == H
+                          and r["mixer"] == "interacting" and "time_ratio" in r), None)
+                if r is None:
+                    cells.append("n/a")
+                else:
+                    ok = "ok" if r["time_ratio"] <= GOAL else "MISS"
+                    cells.append(f"{r['time_ratio']:.2f}x [{r['time_ratio_min']:.2f}x] {ok}")
+            out.append(f"| {role} | {L} | " + " | ".join(cells) + " |")
+    out.append("\nMedian [minimum]: the minimum is the step least disturbed by other load.\n")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bm.add_group_args(ap, "bench_heads", "64,256")
+    # no separate repeat count for long inputs unless asked (bench_mixers.repeats_for)
+    ap.set_defaults(repeats_large=None)
+    ap.add_argument("--heads", help="comma-separated H (default 4,8,16,32)")
+    ap.add_argument("--mixers", help=f"comma-separated specs besides attn (default: {','.join(MIXERS[1:])})")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: H=4,8 and L=32 unless given, 256 tokens, 1 repeat; prints only")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.heads, args.lengths = args.heads or "4,8", args.lengths or "32"
+        args.tokens, args.warmup, args.repeats = 256, 1, 1
+    args.heads, args.lengths = args.heads or "4,8,16,32", args.lengths or "64,256"
+    try:
+        heads = [int(h) for h in args.heads.split(",")]
+        lengths = [int(v) for v in args.lengths.split(",")]
+    except ValueError:
+        ap.error("--heads and --lengths take comma-separated integers")
+    for H in heads:
+        if H < 1 or args.dim % H:
+            ap.error(f"argument --heads: {H} does not divide --dim {args.dim}")
+    device = bm.setup_group_args(ap, args, "bench_heads")
+    labels = ["attn"] + (args.mixers.split(",") if args.mixers else MIXERS[1:])
+
+    t0 = time.time()
+    meta = {
+        **bm.run_meta(device),
+        "dim": args.dim, "dropout": args.dropout, "tokens": args.tokens, "warmup": args.warmup,
+        "repeats": args.repeats, "heads": heads, "lengths": lengths, "mixers": labels,
+    }
+    print(f"# {meta['command']}  threads {meta['threads']} load {meta['load_start']}", flush=True)
+    rows = []
+    for L in lengths:
+        for H in heads:
+            args.heads = H  # every module of the group gets H heads
+            for role in ROLES:
+                group = bm.bench_group(role, L, [(lab, lab) for lab in labels], args, device)
+                base = group.get("attn")
+                for lab in labels:
+                    r = group.get(lab)
+                    if r is None:
+                        continue
+                    r["H"] = H
+                    if "median_s" in r and base is not None:
+                        r["time_ratio"] = r["median_s"] / base["median_s"]
+                        r["time_ratio_min"] = r["min_s"] / base["min_s"]
+                        r["flop_ratio"] = flops_per_token(lab, args.dim, H, L) / flops_per_token("attn", args.dim, H, L)
+                        print(f"{role.value:13s} L={L:4d} H={H:3d} {lab:30s} {1000 * r['median_s']:9.1f} ms "
+                              f"{r['time_ratio']:5.2f}x time {bm.fmt_mb(r['peak_bytes']):>8s} MB", flush=True)
+                    rows.append(r)
+    meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    meta["wall_s"] = time.time() - t0
+    bm.write_outputs(args.md, args.json, markdown(meta, rows), {"meta": meta, "rows": rows})
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,592 @@
+"""Forward+backward time and peak memory of ONE token-mixer module, every registered
+mixer against the stock fairseq ``MultiheadAttention`` (``attn``), over sequence length.
+
+    mixer-bench mixers                      # full run, writes results/bench_mixers_<device>.{md,json}
+    mixer-bench mixers --quick              # smoke run (seconds), prints only
+    mixer-bench mixers --device cuda        # GPU: cuda.synchronize + max_memory_allocated
+    mixer-bench mixers --lengths 64,1024 --tokens 8192 --md /tmp/x.md
+
+This is a benchmark, not a test: it asserts nothing about speed.
+
+What is measured, per (role, L, mixer):
+  * one module, d=512, 8 heads, n=5 (the mixers' window), float32, train mode,
+    dropout 0 (``--dropout``); input x of shape (L, B, 512) with requires_grad;
+    one step = ``out, _ = m(query=x, key=x, value=x, key_padding_mask=None,
+    need_weights=False, attn_mask=mask)`` then ``out.backward(g)`` with a fixed random
+    g; parameter and input grads are set to None before every step (as
+    ``optimizer.zero_grad(set_to_none=True)`` does).
+  * decoder_self: every module gets the float future mask (-inf above the diagonal,
+    as fairseq's ``buffered_future_mask``), built once outside the timed/measured
+    region (fairseq caches it too).  The plugin's mixers are causal by construction
+    and ignore it; stock MHA needs it.
+  * batch: constant tokens, ``B = max(1, tokens // L)`` (``--tokens``, default 4096),
+    or a fixed ``--batch``.
+  * time: ``--warmup`` untimed steps, then the median of ``repeats`` timed steps
+    (``time.perf_counter``; ``torch.cuda.synchronize`` on GPU).  The modules of one
+    (role, L) are timed round-robin (attn, ngram, ..., attn, ngram, ...) with the order
+    rotated each round, so a load spike on a shared machine hits all of them alike and
+    the ratios stay comparable.
+  * peak memory: bytes allocated during one step above what was allocated before it
+    (parameters, x, g and the mask are excluded; activations kept for backward,
+    temporaries, and the parameter/input grads are included).
+      - CPU: torch has no max_memory_allocated for CPU, so one extra step runs under
+        ``torch.profiler.profile(profile_memory=True)``; the CPU allocator reports a
+        running ``total_allocated`` with every allocation/free event, and the peak is
+        ``max(total_allocated) - total_allocated_before_first_event``.  This counts
+        every allocation through c10's CPU allocator (all ATen tensors, incl. SDPA's
+        buffers); it does not count oneDNN/MKL internal scratch memory or Python
+        objects.  Deterministic, unlike an RSS delta.
+      - CUDA: ``torch.cuda.max_memory_allocated() - memory_allocated()`` after
+        ``reset_peak_memory_stats()``.
+  * ratios, against attn of the same role and L in the same run:
+    speedup = attn_time / mixer_time; memory ratio = mixer_peak / attn_peak.
+  * ``attn[math]`` (``--no-math-attn`` drops it): the same stock module run under
+    ``sdpa_kernel(SDPBackend.MATH)``, i.e. with the L x L score matrix materialised.
+    Reference only; ratios are against the stock ``attn``, whichever SDPA kernel
+    torch picks for it (recorded in the output).
+"""
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+from torch import nn
+
+import mixer_plugin
+from fairseq.modules import MultiheadAttention
+from mixer_plugin.mixers.registry import (
+from ..paths import CHECKOUT
+    MIXER_REGISTRY,
+    MixerContext,
+    MixerSpecError,
+    Role,
+    build_mixer,
+    parse_item,
+)
+
+ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
+DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)
+# registered variants benchmarked besides each mixer's defaults
+EXTRA_VARIANTS = {"ngram": ["ngram:global=1"]}
+MATH = "attn[math]"
+
+
+# ----------------------------------------------------------------- modules
+class MathSDPA(nn.Module):
+    """The stock module with SDPA forced onto the math (L x L) kernel."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, **kw):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(SDPBackend.MATH):
+            return self.inner(**kw)
+
+
+def variants():
+    """(label, spec string) for every registered mixer, `attn` first."""
+    names = sorted(MIXER_REGISTRY, key=lambda n: (n != "attn", n))
+    out = []
+    for name in names:
+        fields = {f.name for f in dataclasses.fields(MIXER_REGISTRY[name].options)}
+        spec = f"{name}:n={{n}}" if "n" in fields else name
+        out.append((name, spec))
+        for extra in EXTRA_VARIANTS.get(name, []):
+            out.append((extra, extra.replace(name, spec, 1)))
+    return out
+
+
+def build(spec: str, role: Role, args) -> nn.Module:
+    D, H = args.dim, args.heads
+
+    def stock():
+        return MultiheadAttention(D, H, dropout=args.dropout, self_attention=True)
+
+    ctx = MixerContext(
+        role=role, layer_index=0, embed_dim=D, kv_dim=D, num_heads=H,
+        attention_dropout=args.dropout, build_stock=stock,
+    )
+    flag = role.flag
+    return build_mixer(parse_item(flag, spec.format(n=args.n)), ctx)
+
+
+def future_mask(L: int, device) -> torch.Tensor:
+    # fairseq's buffered_future_mask: fill_with_neg_inf(zeros(L, L)).triu(1)
+    return torch.triu(torch.full((L, L), float("-inf"), device=device), 1)
+
+
+# ----------------------------------------------------------------- measuring
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def step(m, x, g, mask):
+    m.zero_grad(set_to_none=True)
+    x.grad = None
+    out, _ = m(query=x, key=x, value=x, key_padding_mask=None, need_weights=False, attn_mask=mask)
+    out.backward(g)
+
+
+def peak_cpu(m, x, g, mask):
+    """Peak bytes allocated during one step, from the profiler's allocator events."""
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+
+    m.zero_grad(set_to_none=True)
+    x.grad = None
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(m, x, g, mask)
+    results = prof.profiler.kineto_results
+    allocs, stack = [], list(results.experimental_event_tree())
+    ops = set()
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.tag == _EventType.Allocation:
+            f = node.extra_fields
+            if f.device.type == "cpu":
+                allocs.append((node.start_time_ns, f.alloc_size, f.total_allocated))
+        elif "scaled_dot_product" in node.name or "attention" in node.name:
+            ops.add(node.name)
+    if not allocs:
+        return 0, ops
+    allocs.sort()
+    base = allocs[0][2] - allocs[0][1]
+    return max(a[2] for a in allocs) - base, ops
+
+
+def peak_cuda(m, x, g, mask, device):
+    m.zero_grad(set_to_none=True)
+    x.grad = None
+    sync(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    step(m, x, g, mask)
+    sync(device)
+    return torch.cuda.max_memory_allocated(device) - before
+
+
+def sdpa_ops(m, x, g, mask):
+    """Names of the attention kernels a module's step dispatches to (CPU-side ops)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step(m, x, g, mask)
+    return {e.name for e in prof.events() if "scaled_dot_product" in e.name}
+
+
+def repeats_for(L, args):
+    if args.repeats_large is not None and L >= args.large_from:
+        return args.repeats_large
+    return args.repeats
+
+
+def bench_group(role, L, labelled_specs, args, device):
+    """Time and measure every module of one (role, L) round-robin."""
+    B = args.batch or max(1, args.tokens // L)
+    torch.manual_seed(0)
+    mods, skipped = {}, {}
+    for label, spec in labelled_specs:
+        base = "attn" if label == MATH else label.split(":")[0]
+        if role not in MIXER_REGISTRY[base].roles:
+            continue
+        try:
+            mod = build("attn" if label == MATH else spec, role, args)
+        except MixerSpecError as e:
+            skipped[label] = str(e)
+            continue
+        if label == MATH:
+            mod = MathSDPA(mod)
+        mods[label] = mod.to(device).train()
+    x = torch.randn(L, B, args.dim, device=device, requires_grad=True)
+    g = torch.randn(L, B, args.dim, device=device)
+    mask = future_mask(L, device) if role.causal else None
+
+    labels = list(mods)
+    for label in labels:
+        for _ in range(args.warmup):
+            step(mods[label], x, g, mask)
+    sync(device)
+    times = {label: [] for label in labels}
+    for r in range(repeats_for(L, args)):
+        k = r % len(labels)
+        for label in labels[k:] + labels[:k]:  # rotate the order each round
+            m = mods[label]
+            sync(device)
+            t0 = time.perf_counter()
+            step(m, x, g, mask)
+            sync(device)
+            times[label].append(time.perf_counter() - t0)
+
+    rows = {}
+    for label in labels:
+        m = mods[label]
+        if device.type == "cpu":
+            peak, _ = peak_cpu(m, x, g, mask)
+        else:
+            peak = peak_cuda(m, x, g, mask, device)
+        kernels = sorted(sdpa_ops(m, x, g, mask)) if label in ("attn", MATH) else []
+        rows[label] = {
+            "role": role.value, "L": L, "B": B, "tokens": L * B, "mixer": label,
+            "times_s": times[label],
+            "median_s": statistics.median(times[label]),
+            "min_s": min(times[label]),
+            "peak_bytes": int(peak),
+            "sdpa_ops": kernels,
+            "params": sum(p.numel() for p in m.parameters()),
+        }
+    for label, why in skipped.items():
+        rows[label] = {"role": role.value, "L": L, "B": B, "mixer": label, "skipped": why}
+    for label in labels:
+        base = rows.get("attn")
+        r = rows[label]
+        if base and "median_s" in base:
+            r["speedup_vs_attn"] = base["median_s"] / r["median_s"]
+            r["speedup_vs_attn_min"] = base["min_s"] / r["min_s"]
+            r["mem_ratio_vs_attn"] = r["peak_bytes"] / base["peak_bytes"] if base["peak_bytes"] else None
+    del mods, x, g, mask
+    return rows
+
+
+# ----------------------------------------------------------------- reporting
+def mem_exponent(rows, label, role):
+    """Slope of log(peak bytes per sequence) vs log(L), least squares: ~1 linear, ~2 quadratic."""
+    pts = [(math.log(r["L"]), math.log(r["peak_bytes"] / r["B"]))
+           for r in rows if r["mixer"] == label and r["role"] == role and r.get("peak_bytes")]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
+
+
+def flop_bound(label, role, L, meta):
+    """attn FLOPs / mixer FLOPs per token (multiply-adds, forward) for the known mixers."""
+    D, H, n = meta["dim"], meta["heads"], meta["n"]
+    d = D // H
+    W = n if role.causal else 2 * n - 1
+    attn = 4 * D * D + 2 * L * D
+    name = label.split(":")[0]
+    if name == "local":
+        return attn / (4 * D * D + 2 * W * D)
+    if name == "ngram":  # proj=head, head_out=d defaults; the global term is per sentence
+        return attn / (2 * D * D + W * d * D)
+    return None
+
+
+def fmt_mb(b):
+    return f"{b / 2**20:.1f}"
+
+
+def markdown(meta, rows, labels):
+    out = []
+    out.append(f"# Token-mixer micro-benchmark ({meta['device']})\n")
+    out.append(f"- command: `{meta['command']}`")
+    out.append(f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}")
+    out.append(f"- torch {meta['torch']}, fairseq {meta['fairseq']}, python {meta['python']}; "
+               f"device: {meta['device_name']}; torch threads: {meta['threads']} "
+               f"(interop {meta['interop_threads']}, os.cpu_count {meta['cpu_count']})")
+    out.append(f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
+               f"wall time {meta['wall_s']:.0f} s")
+    out.append(f"- one module, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, float32, train mode, "
+               f"dropout {meta['dropout']}; batch: {meta['batch_rule']}")
+    out.append(f"- time: {meta['warmup']} warmup step(s), then the median of {meta['repeats_rule']} "
+               "timed forward+backward steps per module, modules of one (role, L) timed round-robin")
+    out.append(f"- peak memory: {meta['memory_method']}")
+    out.append(f"- timing spread: median over modules of (max - min) / median of their timed steps = "
+               f"{meta['spread_median']:.0%} (worst {meta['spread_max']:.0%}); the machine's other load "
+               "shows up here")
+    out.append(f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}")
+    out.append("- speedup = attn time / mixer time; mem = mixer peak / attn peak (both vs stock `attn`, "
+               "same role and L, same run)\n")
+    out.append("Goals: `ngram` and `local` at >= 1.0x attn speed at L=64 and >= 3x at L=1024, "
+               "and peak memory growing linearly in L (per-sequence exponent ~1; at constant "
+               "tokens per batch, a flat MB column).\n")
+
+    for role in [r.value for r in ROLES]:
+        rr = [r for r in rows if r["role"] == role]
+        present = [lab for lab in labels if any(r["mixer"] == lab and "median_s" in r for r in rr)]
+        if not present:
+            continue
+        Ls = sorted({r["L"] for r in rr})
+        out.append(f"## {role}\n")
+        out.append("Forward+backward time, ms (speedup vs attn)\n")
+        out.append("| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |")
+        out.append("|---:|---:|" + "---:|" * len(present))
+        for L in Ls:
+            by = {r["mixer"]: r for r in rr if r["L"] == L}
+            cells = []
+            for lab in present:
+                r = by.get(lab)
+                if not r or "median_s" not in r:
+                    cells.append("")
+                elif lab == "attn":
+                    cells.append(f"{1000 * r['median_s']:.1f}")
+                else:
+                    cells.append(f"{1000 * r['median_s']:.1f} ({r['speedup_vs_attn']:.2f}x)")
+            B = next(iter(by.values()))["B"]
+            out.append(f"| {L} | {B} | " + " | ".join(cells) + " |")
+        out.append("\nPeak memory of one step, MB (mixer / attn)\n")
+        out.append("| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |")
+        out.append("|---:|---:|" + "---:|" * len(present))
+        for L in Ls:
+            by = {r["mixer"]: r for r in rr if r["L"] == L}
+            cells = []
+            for lab in present:
+                r = by.get(lab)
+                if not r or "peak_bytes" not in r:
+                    cells.append("")
+                elif lab == "attn" or r.get("mem_ratio_vs_attn") is None:
+                    cells.append(fmt_mb(r["peak_bytes"]))
+                else:
+                    cells.append(f"{fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f})")
+            B = next(iter(by.values()))["B"]
+            out.append(f"| {L} | {B} | " + " | ".join(cells) + " |")
+        exps = []
+        for lab in present:
+            e = mem_exponent(rows, lab, role)
+            exps.append("" if e is None else f"{e:.2f}")
+        out.append("| exp | | " + " | ".join(exps) + " |")
+        out.append("\n`exp`: least-squares slope of log(peak MB per sequence) against log L "
+                   "(1 = linear in L, 2 = quadratic).\n")
+        skipped = sorted({(r["mixer"], r["skipped"]) for r in rr if "skipped" in r})
+        for lab, why in skipped:
+            out.append(f"- `{lab}` not run as {role}: {why}")
+        if skipped:
+            out.append("")
+
+    out.append("## Goal check\n")
+    out.append("Speedup vs stock `attn` from medians, [from minima] (the minimum is the least "
+               "disturbed by other load on the machine); `FLOP ratio`: the speedup expected if every "
+               "module ran at the same FLOP rate (see below); `vs math`: speedup against `attn[math]`.\n")
+    out.append("| mixer | role | L=64 (goal >= 1.0) | FLOP ratio | L=1024 (goal >= 3.0) | FLOP ratio "
+               "| vs math, L=1024 | mem exp (goal ~1) | mem / attn, L=1024 |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for lab in labels:
+        if lab in ("attn", MATH):
+            continue
+        for role in ROLES:
+            rr = {r["L"]: r for r in rows
+                  if r["mixer"] == lab and r["role"] == role.value and "median_s" in r}
+            if not rr:
+                continue
+            math_rows = {r["L"]: r for r in rows
+                         if r["mixer"] == MATH and r["role"] == role.value and "median_s" in r}
+
+            def cell(L, goal):
+                r = rr.get(L)
+                if not r:
+                    return "n/a"
+                s = r["speedup_vs_attn"]
+                return f"{s:.2f}x [{r['speedup_vs_attn_min']:.2f}x] {'ok' if s >= goal else 'MISS'}"
+
+            def bound(L):
+                b = flop_bound(lab, role, L, meta)
+                return "" if b is None else f"{b:.2f}x"
+
+            r1k, m1k = rr.get(1024), math_rows.get(1024)
+            vs_math = f"{m1k['median_s'] / r1k['median_s']:.2f}x" if r1k and m1k else "n/a"
+            mem1k = (f"{r1k['mem_ratio_vs_attn']:.2f}"
+                     if r1k and r1k.get("mem_ratio_vs_attn") is not None else "n/a")
+            e = mem_exponent(rows, lab, role.value)
+            out.append(f"| `{lab}` | {role.value} | {cell(64, 1.0)} | {bound(64)} | {cell(1024, 3.0)} "
+                       f"| {bound(1024)} | {vs_math} | {'' if e is None else f'{e:.2f}'} | {mem1k} |")
+    D, n = meta["dim"], meta["n"]
+    out.append(
+        f"\nFLOP ratio: attn / mixer forward multiply-adds per token (backward is ~2x forward for all of "
+        f"them, so the ratio holds for forward+backward), with D={D}, head width d, window "
+        f"W = 2n-1 = {2 * n - 1} (encoder) or n = {n} (decoder): stock attn 4D^2 + 2LD "
+        f"(four projections, QK^T and AV over all L keys: the flash kernel with a float mask "
+        f"skips nothing), local 4D^2 + 2WD (only the W window keys, an ideal that blocked "
+        f"kernels exceed), ngram 2D^2 + WdD (in_proj, the per-head W*d x d maps, out_proj).  "
+        f"The projections are shared by every mixer and dominate at D={D}: at equal "
+        f"efficiency local is faster than attn by at most about 1 + L/(2D) "
+        f"(~{1 + 1024 / (2 * D):.0f}x at L=1024).\n")
+    if "flash" in meta["attn_kernels"] or "efficient" in meta["attn_kernels"]:
+        out.append(
+            "Memory: stock `attn` ran a fused SDPA kernel (see the kernel line above), which "
+            "never stores the L x L scores, so its peak memory is linear in L as well (flat "
+            "at constant tokens per batch); the quadratic term only appears in `attn[math]`, "
+            "the same module on SDPA's math kernel.\n")
+    return "\n".join(out)
+
+
+def git_describe():
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=str(CHECKOUT),
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "mixer_plugin"], cwd=str(CHECKOUT),
+                               capture_output=True, text=True).stdout.strip()
+        return head + (" (mixer_plugin/ has uncommitted changes)" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def command_line() -> str:
+    """How this benchmark was started, as a user types it."""
+    return shlex.join(["mixer-bench", *sys.argv[1:]]) if sys.argv[0].endswith("mixer-bench") else shlex.join(
+        ["python", "-m", "mixer_plugin.bench", *sys.argv[1:]])
+
+
+def run_meta(device) -> dict:
+    """Where and when a benchmark ran: the command line, date, host, commit, versions,
+    device, threads and the load average at the start (every bench_* script records it)."""
+    import fairseq
+
+    return {
+        "command": command_line(),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "git": git_describe(),
+        "torch": torch.__version__,
+        "fairseq": fairseq.__version__,
+        "python": platform.python_version(),
+        "device": device.type,
+        "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                        else (platform.processor() or platform.machine())),
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "cpu_count": os.cpu_count(),
+        "load_start": " ".join(f"{v:.2f}" for v in os.getloadavg()),
+    }
+
+
+def write_outputs(md_path, json_path, md: str, payload: dict):
+    """The markdown table (printed instead when there is no path) and the raw JSON."""
+    if not md_path:
+        print(md)
+    for path, text in ((md_path, md if md.endswith("\n") else md + "\n"), (json_path, None)):
+        if path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            with open(path, "w") as f:
+                if text is None:
+                    json.dump(payload, f, indent=1)
+                else:
+                    f.write(text)
+            print(f"wrote {path}")
+
+
+def add_group_args(ap: argparse.ArgumentParser, name: str, default_lengths: str) -> None:
+    """The options bench_group() and build() read, shared by every layer benchmark
+    (bench_mixers, bench_heads, bench_multiscale); `name` names the default outputs."""
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--lengths", help=f"comma-separated L (default: {default_lengths})")
+    ap.add_argument("--tokens", type=int, default=4096, help="B = max(1, tokens // L) (default 4096)")
+    ap.add_argument("--batch", type=int, default=0, help="fixed batch size instead of --tokens")
+    ap.add_argument("--dim", type=int, default=512)
+    ap.add_argument("-n", type=int, default=5, help="window parameter n of the mixers that have one")
+    ap.add_argument("--dropout", type=float, default=0.0, help="attention dropout of every module")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps per module")
+    ap.add_argument("--repeats", type=int, default=7, help="timed steps per module")
+    ap.add_argument("--repeats-large", type=int, default=5, help="timed steps at L >= --large-from")
+    ap.add_argument("--large-from", type=int, default=1024)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
+    ap.add_argument("--md", help=f"markdown output (default results/{name}_<device>.md)")
+    ap.add_argument("--json", help=f"json output (default results/{name}_<device>.json)")
+
+
+def setup_group_args(ap: argparse.ArgumentParser, args, name: str) -> torch.device:
+    """Check --device, set the torch threads and, unless --quick, the default outputs."""
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda but torch.cuda.is_available() is False")
+    torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    if not args.quick:
+        args.md = args.md or os.path.join(str(CHECKOUT), "results", f"{name}_{device.type}.md")
+        args.json = args.json or os.path.join(str(CHECKOUT), "results", f"{name}_{device.type}.json")
+    return device
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_group_args(ap, "bench_mixers", "32,...,2048")
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--mixers", help="comma-separated labels to run (default: all; attn is always run)")
+    ap.add_argument("--no-math-attn", action="store_true", help="skip the attn[math] reference")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: L=32,64, 256 tokens, 1 warmup, 1 repeat, no attn[math]; prints, writes nothing "
+                         "unless --md/--json are given")
+    args = ap.parse_args(argv)
+
+    if args.quick:
+        args.lengths = args.lengths or "32,64"
+        args.tokens, args.warmup, args.repeats, args.repeats_large = 256, 1, 1, 1
+        args.no_math_attn = True
+    lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else list(DEFAULT_LENGTHS)
+    device = setup_group_args(ap, args, "bench_mixers")
+
+    labelled = variants()
+    if args.mixers:
+        keep = set(args.mixers.split(",")) | {"attn"}
+        labelled = [(lab, s) for lab, s in labelled if lab in keep]
+    if not args.no_math_attn:
+        labelled.insert(1, (MATH, "attn"))
+    labels = [lab for lab, _ in labelled]
+
+    t_start = time.time()
+    meta = {
+        **run_meta(device),
+        "dim": args.dim, "heads": args.heads, "n": args.n, "dropout": args.dropout,
+        "lengths": lengths,
+        "batch_rule": (f"fixed B={args.batch}" if args.batch
+                       else f"constant tokens, B = max(1, {args.tokens} // L)"),
+        "warmup": args.warmup,
+        "repeats_rule": (f"{args.repeats} (L < {args.large_from}) / {args.repeats_large} "
+                         f"(L >= {args.large_from})"),
+        "memory_method": (
+            "torch.profiler(profile_memory=True) over one extra step; peak = "
+            "max(allocator total_allocated) - total before the step's first allocation "
+            "(all ATen CPU allocations: activations, temporaries, grads; not parameters, "
+            "inputs or the mask; not oneDNN/MKL scratch)"
+            if device.type == "cpu" else
+            "torch.cuda.max_memory_allocated() - memory_allocated() before the step, "
+            "after reset_peak_memory_stats()"),
+        "mixers": [(lab, spec.format(n=args.n)) for lab, spec in labelled],
+    }
+    print(f"# {meta['command']}  torch {meta['torch']} threads {meta['threads']} "
+          f"device {device.type} load {meta['load_start']}", flush=True)
+
+    rows = []
+    for L in lengths:
+        for role in ROLES:
+            group = bench_group(role, L, labelled, args, device)
+            for label in labels:
+                r = group.get(label)
+                if r is None:
+                    continue
+                rows.append(r)
+                if "skipped" in r:
+                    continue
+                extra = ""
+                if "speedup_vs_attn" in r and label != "attn":
+                    extra = f" {r['speedup_vs_attn']:5.2f}x time, {r['mem_ratio_vs_attn']:5.2f} mem"
+                print(f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:16s} "
+                      f"{1000 * r['median_s']:9.1f} ms {fmt_mb(r['peak_bytes']):>8s} MB{extra}",
+                      flush=True)
+
+    kernels = sorted({k for r in rows if r["mixer"] == "attn" for k in r.get("sdpa_ops", [])})
+    meta["attn_kernels"] = ", ".join(f"`{k}`" for k in kernels) or "none seen"
+    spreads = [(max(r["times_s"]) - min(r["times_s"])) / r["median_s"] for r in rows if "times_s" in r]
+    meta["spread_median"] = statistics.median(spreads) if spreads else 0.0
+    meta["spread_max"] = max(spreads) if spreads else 0.0
+    meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    meta["wall_s"] = time.time() - t_start
+    write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
+
+if __name__ == "__main__":
+    main()

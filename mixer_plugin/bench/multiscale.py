@@ -1,0 +1,190 @@
+"""Forward+backward time and peak memory of the ``multiscale`` mixer against stock
+fairseq attention (``attn``) and the same attention with the L x L score matrix
+materialised (``attn[math]``), over sequence length, all in one run.
+
+    mixer-bench multiscale               # writes results/bench_multiscale_<device>.{md,json}
+    mixer-bench multiscale --quick       # smoke run (seconds), prints only
+    mixer-bench multiscale --lengths 512,2048 --md /tmp/x.md --json /tmp/x.json
+
+A benchmark, not a test: it asserts nothing.  The measuring code (round-robin timing,
+peak memory from the CPU allocator's events or CUDA's peak counter, the attn[math]
+wrapper) is ``mixer_plugin/bench/mixers.py``'s ``bench_group``; see its docstring for
+exactly what is measured.  Modules: d=512, 8 heads, float32, train mode, dropout 0,
+B = tokens // L sequences of length L.
+
+Multi-scale variants (8 heads, scales of the paper's Table 1, omega=width):
+  * ``layer1``: eq. (11)-(12) layer 1 with alpha=0.5: 4 heads of scale 1, 2 of 3, one of
+    N/16, one of N/8 (the paper's small-scale-heavy first layer);
+  * ``top``: the top layer (alpha irrelevant): 2x1, 2x3, 1xN/16, 2xN/8, 1xN/4;
+  * ``fixed``: layer 1 of the sequence-labelling set 1,3,5,7,9 with alpha=1.0;
+  * ``flex``: MS-Trans-Flex's 3, N/16, N/8, N/4, N/2 spread evenly (its N/2 heads go the
+    dense path: a wide window costs as much as full attention).
+The decoder runs the same scales with ratios of the prefix (the decoder's reading).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+
+from . import mixers as bm
+from mixer_plugin.mixers.multiscale import PAPER_SCALES, alpha_schedule, format_scales, parse_scales
+
+DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048)
+GOAL_LABEL = "multiscale:layer1"
+
+
+def multiscale_variants(heads: int):
+    """(label, spec) of the multi-scale variants for ``heads`` heads."""
+    paper, _ = parse_scales(PAPER_SCALES)
+    labelling, _ = parse_scales("1+3+5+7+9")
+    flex, _ = parse_scales("3+n/16+n/8+n/4+n/2")
+
+    def spec(scales, counts):
+        return f"multiscale:scales={format_scales(scales, counts)}"
+
+    return [
+        ("multiscale:layer1", spec(paper, alpha_schedule(0.5, 2, len(paper), heads)[0])),
+        ("multiscale:top", spec(paper, alpha_schedule(0.5, 1, len(paper), heads)[0])),
+        ("multiscale:fixed", spec(labelling, alpha_schedule(1.0, 2, len(labelling), heads)[0])),
+        ("multiscale:flex", spec(flex, alpha_schedule(0.0, 1, len(flex), heads)[0])),
+    ]
+
+
+def table(rows, role, labels, key, fmt):
+    rr = [r for r in rows if r["role"] == role and key in r]
+    present = [lab for lab in labels if any(r["mixer"] == lab for r in rr)]
+    out = ["| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |",
+           "|---:|---:|" + "---:|" * len(present)]
+    for L in sorted({r["L"] for r in rr}):
+        by = {r["mixer"]: r for r in rr if r["L"] == L}
+        cells = [fmt(by[lab], by) if lab in by else "" for lab in present]
+        out.append(f"| {L} | {next(iter(by.values()))['B']} | " + " | ".join(cells) + " |")
+    return out
+
+
+def fmt_time(r, by):
+    ms = f"{1000 * r['median_s']:.1f}"
+    if r["mixer"] == "attn":
+        return ms
+    return f"{ms} ({r['speedup_vs_attn']:.2f}x)"
+
+
+def fmt_mem(r, by):
+    mb = bm.fmt_mb(r["peak_bytes"])
+    if r["mixer"] == "attn":
+        return mb
+    ratios = f"{r['mem_ratio_vs_attn']:.2f}"
+    math = by.get(bm.MATH)
+    if r["mixer"] != bm.MATH and math and math.get("peak_bytes"):
+        ratios += f" / {r['peak_bytes'] / math['peak_bytes']:.2f}"
+    return f"{mb} ({ratios})"
+
+
+def markdown(meta, rows, labels):
+    out = [f"# Multi-scale self-attention micro-benchmark ({meta['device']})\n",
+           f"- command: `{meta['command']}`",
+           f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}",
+           f"- torch {meta['torch']}, python {meta['python']}; device: {meta['device_name']}; "
+           f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})",
+           f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']} "
+           f"(other jobs share this machine); wall time {meta['wall_s']:.0f} s",
+           f"- one module, d={meta['dim']}, {meta['heads']} heads, float32, train mode, dropout 0; "
+           f"batch: {meta['batch_rule']}; {meta['warmup']} warmup step(s), then the median of "
+           f"{meta['repeats_rule']} timed forward+backward steps, modules of one (role, L) round-robin "
+           "(`mixer_plugin/bench/mixers.py`'s `bench_group`)",
+           f"- peak memory: {meta['memory_method']}",
+           f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}",
+           "- `attn[math]`: the same stock module on SDPA's math kernel, i.e. dense attention that "
+           "stores the L x L scores",
+           "- specs: " + "; ".join(f"`{lab}` = `{spec}`" for lab, spec in meta["mixers"] if lab.startswith("multi")),
+           "- time cells: ms (speedup = attn time / mixer time); memory cells: MB (mixer / attn "
+           "[/ mixer / attn[math]]), same role and L, same run\n"]
+    for role in meta["roles"]:
+        out += [f"## {role}\n", "Forward+backward time, ms\n"]
+        out += table(rows, role, labels, "median_s", fmt_time)
+        out += ["", "Peak memory of one step, MB\n"]
+        out += table(rows, role, labels, "peak_bytes", fmt_mem)
+        exps = [bm.mem_exponent(rows, lab, role) for lab in labels]
+        out.append("| exp | | " + " | ".join("" if e is None else f"{e:.2f}" for e in exps) + " |")
+        out.append("\n`exp`: slope of log(peak bytes per sequence) against log L (1 linear, 2 quadratic).\n")
+    out.append("## Goal check (issue 5)\n")
+    out.append(f"`{GOAL_LABEL}` (the paper's small-scale-heavy first layer), encoder and decoder:\n")
+    out.append("| role | mem / attn, L=2048 | mem / attn[math], L=2048 (goal <= 0.25) | speedup vs attn, "
+               "L=512 / 1024 / 2048 (goal >= 1) | speedup vs attn[math], L=512 / 1024 / 2048 |")
+    out.append("|---|---:|---:|---|---|")
+    for role in meta["roles"]:
+        by = {(r["mixer"], r["L"]): r for r in rows if r["role"] == role and "median_s" in r}
+        g = by.get((GOAL_LABEL, 2048))
+        m = by.get((bm.MATH, 2048))
+        mem_attn = f"{g['mem_ratio_vs_attn']:.2f}" if g else "n/a"
+        mem_math = f"{g['peak_bytes'] / m['peak_bytes']:.2f}" if g and m else "n/a"
+
+        def speed(base):
+            cells = []
+            for L in (512, 1024, 2048):
+                r, b = by.get((GOAL_LABEL, L)), by.get((base, L))
+                cells.append(f"{b['median_s'] / r['median_s']:.2f}x" if r and b else "n/a")
+            return " / ".join(cells)
+
+        out.append(f"| {role} | {mem_attn} | {mem_math} | {speed('attn')} | {speed(bm.MATH)} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bm.add_group_args(ap, "bench_multiscale", "128,...,2048")
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--roles", default="encoder_self,decoder_self")
+    ap.add_argument("--variants", help="comma-separated labels of the multi-scale variants (default: all)")
+    ap.add_argument("--quick", action="store_true", help="L=128,256, 512 tokens, 1 repeat; prints only")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.lengths = args.lengths or "128,256"
+        args.tokens, args.repeats, args.repeats_large = 512, 1, 1
+    lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else list(DEFAULT_LENGTHS)
+    device = bm.setup_group_args(ap, args, "bench_multiscale")
+    roles = [bm.Role(r) for r in args.roles.split(",")]
+
+    ms = multiscale_variants(args.heads)
+    if args.variants:
+        keep = {f"multiscale:{v.split(':')[-1]}" for v in args.variants.split(",")}
+        ms = [(lab, spec) for lab, spec in ms if lab in keep]
+    labelled = [("attn", "attn"), (bm.MATH, "attn")] + ms
+    labels = [lab for lab, _ in labelled]
+
+    t0 = time.time()
+    meta = {
+        **bm.run_meta(device),
+        "dim": args.dim, "heads": args.heads, "lengths": lengths, "roles": [r.value for r in roles],
+        "batch_rule": f"fixed B={args.batch}" if args.batch else f"constant tokens, B = max(1, {args.tokens} // L)",
+        "warmup": args.warmup, "repeats_rule": f"{args.repeats} (L < {args.large_from}) / {args.repeats_large}",
+        "memory_method": ("torch.profiler allocator events over one extra step (all ATen CPU allocations "
+                          "of the step; not parameters, inputs or the decoder's future mask)"
+                          if device.type == "cpu" else "torch.cuda.max_memory_allocated() above the step's start"),
+        "mixers": labelled,
+    }
+    print(f"# {meta['command']}  device {device.type} threads {meta['threads']} load {meta['load_start']}", flush=True)
+    rows = []
+    for L in lengths:
+        for role in roles:
+            group = bm.bench_group(role, L, labelled, args, device)
+            for label in labels:
+                r = group.get(label)
+                if r is None or "skipped" in r:
+                    continue
+                rows.append(r)
+                extra = "" if label == "attn" else f" {r['speedup_vs_attn']:5.2f}x time {r['mem_ratio_vs_attn']:5.2f} mem"
+                print(f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:18s} {1000 * r['median_s']:9.1f} ms "
+                      f"{bm.fmt_mb(r['peak_bytes']):>8s} MB{extra}", flush=True)
+    kernels = sorted({k for r in rows if r["mixer"] == "attn" for k in r.get("sdpa_ops", [])})
+    meta["attn_kernels"] = ", ".join(f"`{k}`" for k in kernels) or "none seen"
+    meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    meta["wall_s"] = time.time() - t0
+    bm.write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

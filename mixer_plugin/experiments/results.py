@@ -1,0 +1,356 @@
+"""An experiment's results, rebuilt from its run folders every time.
+
+For each model: parameters, updates, the last validation, the test scores over its
+seeds (mean +- sample std), each source's BLEU where the data has sources, the
+paired bootstrap p-value against the baseline model (first seed against first seed),
+training words/s and decoding sentences/s from the logs of the same run, and the
+paper's figure for that row.  Plots: learning curves (valid loss over updates) and
+score against speed.  Then every command that made the numbers.
+
+The results go to ``results: <file>.md`` of the experiment (plots and each run's small
+outputs, i.e. scores, hypotheses, the training log and its commands, in the folder
+of the same name), or, for an experiment without one, to ``work/<name>/results.md``.
+"""
+
+import json
+import re
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..paths import CHECKOUT, WORK, shown
+from .spec import Experiment, Model
+from .stages import data_root, prep_manifest, run_dir, run_stages, prepare_stage, shell
+
+PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
+           "rouge2": "R-2", "rougeL": "R-L", "accuracy": "accuracy"}
+_KV = re.compile(r"(\w+)=([-\d.e+]+)")
+
+
+# ------------------------------------------------------------------ logs
+def parse_train_log(path: Path) -> dict:
+    """What a fairseq-train log says: params, train_inner and valid points (a resumed
+    run's log holds several trainings one after another; later points win)."""
+    out = {"params": None, "train": {}, "valid": {}}
+    if not path.is_file():
+        return {"params": None, "train": [], "valid": [], "last_update": 0}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = re.search(r"num\. (?:shared )?model params: ([\d,]+)", line)
+        if m and out["params"] is None:
+            out["params"] = int(m.group(1).replace(",", ""))
+        if "| train_inner |" in line:
+            kv = {k: float(v) for k, v in _KV.findall(line)}
+            if "num_updates" in kv:
+                out["train"][int(kv["num_updates"])] = kv
+        elif "| valid on" in line:
+            kv = {k: float(v) for k, v in re.findall(r"(\w+) ([-\d.e+]+)", line.split("|", 3)[-1])}
+            if "num_updates" in kv:
+                out["valid"][int(kv["num_updates"])] = kv
+    train = [out["train"][k] for k in sorted(out["train"])]
+    valid = [out["valid"][k] for k in sorted(out["valid"])]
+    last = int(max([p["num_updates"] for p in train + valid], default=0))
+    return {"params": out["params"], "train": train, "valid": valid, "last_update": last}
+
+
+def decode_speed(path: Path) -> Optional[float]:
+    """sentences/s that fairseq-generate reports for the decoding it timed."""
+    if not path.is_file():
+        return None
+    m = re.findall(r"Translated [\d,]+ sentences .* \(([\d.]+) sentences/s", path.read_text(errors="replace"))
+    return float(m[-1]) if m else None
+
+
+def test_accuracy(path: Path) -> Optional[float]:
+    if not path.is_file():
+        return None
+    m = re.findall(r"valid on '\w+' subset .*\| accuracy ([\d.]+)", path.read_text(errors="replace"))
+    return float(m[-1]) if m else None
+
+
+# ------------------------------------------------------------------ runs
+@dataclass
+class ModelResult:
+    model: Model
+    runs: List[Path]  # finished run folders, one per seed
+    logs: List[dict]
+    scores: List[dict]  # score.json of each run (translation) / {"accuracy": x}
+    decode: List[Optional[float]]
+    extra: Dict = field(default_factory=dict)  # seeds statistics, bootstrap
+
+    @property
+    def log(self) -> dict:
+        return self.logs[0] if self.logs else {"params": None, "train": [], "valid": [], "last_update": 0}
+
+    def wps(self) -> Optional[float]:
+        pts = [p["wps"] for p in self.log["train"] if "wps" in p]
+        return statistics.mean(pts) if pts else None
+
+
+def collect(exp: Experiment) -> List[ModelResult]:
+    out = []
+    for m in exp.models.values():
+        src = exp.models[m.decode_of] if m.decode_of else m
+        runs, logs, scores, decode = [], [], [], []
+        for seed in m.seeds:
+            run = run_dir(exp, m, seed)
+            gen = run / f"gen-{m.generate.subset}"
+            if exp.kind == "classification":
+                acc = test_accuracy(gen / "validate.log")
+                if acc is None:
+                    continue
+                scores.append({"accuracy": acc})
+            else:
+                if not (gen / "score.json").is_file():
+                    continue
+                scores.append(json.loads((gen / "score.json").read_text()))
+                decode.append(decode_speed(gen / "generate.err"))  # fairseq-generate's log
+            runs.append(run)
+            logs.append(parse_train_log(run_dir(exp, src, seed) / "train.log"))
+        out.append(ModelResult(m, runs, logs, scores, decode))
+    return out
+
+
+def keys(exp: Experiment, m: Model) -> List[str]:
+    out = []
+    for metric in m.score.metrics:
+        out += ["rouge1", "rouge2", "rougeL"] if metric == "rouge" else [metric]
+    if m.score.tokenized and "tok_bleu" not in out:
+        out.insert(0, "tok_bleu")
+    return [k for k in out if k in PRIMARY]
+
+
+def seed_stats(r: ModelResult, key: str):
+    values = [s[key] for s in r.scores if key in s]
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0], None, values
+    return statistics.mean(values), statistics.stdev(values), values
+
+
+def fmt_score(r: ModelResult, key: str) -> str:
+    st = seed_stats(r, key)
+    if st is None:
+        return "–"
+    mean, std, _ = st
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+
+
+def bootstrap(exp: Experiment, results: List[ModelResult]):
+    """p-values of each model's first seed against the baseline's (mixer-score's test)."""
+    from .. import scoring
+
+    by_name = {r.model.name: r for r in results}
+    for r in results:
+        base_name = r.model.score.baseline
+        base = by_name.get(base_name)
+        if exp.kind == "classification" or base is None or base is r or not r.runs or not base.runs:
+            continue
+        root = data_root(r.model.data, r.model.prepare)
+        prep = prep_manifest(root)
+        subset = r.model.generate.subset
+        gen, base_gen = r.runs[0] / f"gen-{subset}", base.runs[0] / f"gen-{subset}"
+        argv = [str(gen / "hyp.txt"), str(root / prep["references"][subset]["detok"]), "--metrics",
+                ",".join(m for m in r.model.score.metrics if m in ("bleu", "chrf", "ter", "rouge", "rougeL")),
+                "--baseline", str(base_gen / "hyp.txt"), "--json", str(gen / "bootstrap.json")]
+        cached = gen / "bootstrap.json"
+        if not (cached.is_file() and cached.stat().st_mtime >= max((gen / "hyp.txt").stat().st_mtime,
+                                                                      (base_gen / "hyp.txt").stat().st_mtime)):
+            scoring.main(argv)
+        r.extra["bootstrap"] = json.loads(cached.read_text()).get("bootstrap", {})
+        r.extra["bootstrap_command"] = "mixer-score " + shell(argv)
+
+
+# ---------------------------------------------------------------- outputs
+def results_path(exp: Experiment) -> Path:
+    if exp.results is None:
+        return WORK / exp.name / "results.md"
+    return exp.results if exp.results.is_absolute() else CHECKOUT / exp.results
+
+
+def write(exp: Experiment) -> Optional[Path]:
+    results = collect(exp)
+    if not any(r.runs for r in results):
+        return None
+    bootstrap(exp, results)
+    out = results_path(exp)
+    folder = out.with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    keep_run_outputs(exp, results, folder)
+    plots = make_plots(exp, results, folder)
+    md = markdown(exp, results, out, plots)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(md, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def keep_run_outputs(exp: Experiment, results: List[ModelResult], folder: Path):
+    """Each run's small outputs beside the results file: scores, hypotheses, its
+    training log and the commands (never checkpoints)."""
+    for r in results:
+        for run in r.runs:
+            dest = folder / "runs" / r.model.name / run.name
+            dest.mkdir(parents=True, exist_ok=True)
+            gen = run / f"gen-{r.model.generate.subset}"
+            for src in (run / "train.log", gen / "hyp.txt", gen / "score.json", gen / "bootstrap.json",
+                        gen / "validate.log", run / "commands.sh"):
+                if src.is_file():
+                    shutil.copyfile(src, dest / src.name)
+            stamps = run / ".stages"
+            if stamps.is_dir():
+                (dest / "stages.json").write_text(json.dumps(
+                    {p.stem: json.loads(p.read_text()) for p in sorted(stamps.glob("*.json")) if
+                     not p.stem.endswith("begun")}, indent=1) + "\n")
+
+
+def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> List[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for r in results:
+        valid = [p for p in r.log["valid"] if "loss" in p]
+        if valid and not r.model.decode_of:
+            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], "o-", ms=3, label=r.model.name)
+    if ax.lines:
+        ax.set_xlabel("updates")
+        ax.set_ylabel("valid loss (label-smoothed, base 2)")
+        ax.set_title(f"{exp.name}: learning curves (first seed)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        made.append(folder / "curves.png")
+        fig.savefig(made[-1], dpi=110)
+    plt.close(fig)
+
+    main_key = keys(exp, results[0].model)[0]
+    pts = [(r, seed_stats(r, main_key), r.wps()) for r in results if r.runs]
+    pts = [(r, st, w) for r, st, w in pts if st is not None and w]
+    if len(pts) > 1:
+        fig, ax = plt.subplots(figsize=(6.4, 4))
+        for r, (mean, std, _), w in pts:
+            ax.errorbar([w], [mean], yerr=[std] if std else None, fmt="o", capsize=3)
+            ax.annotate(r.model.name, (w, mean), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        ax.set_xlabel("training words/s (same machine, same run)")
+        ax.set_ylabel(PRIMARY[main_key])
+        ax.set_title(f"{exp.name}: {PRIMARY[main_key]} against training speed")
+        fig.tight_layout()
+        made.append(folder / "score_vs_speed.png")
+        fig.savefig(made[-1], dpi=110)
+        plt.close(fig)
+    return made
+
+
+def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path]) -> str:
+    first = results[0].model
+    ks = keys(exp, first)
+    base = first.score.baseline
+    base_r = next((r for r in results if r.model.name == base), None)
+    md = [f"# {exp.title}", ""]
+    if exp.description:
+        md += [exp.description, ""]
+    head = ["model", "params", "updates", "seeds", "valid loss"] + [PRIMARY[k] for k in ks]
+    if base and exp.kind != "classification":
+        head.append(f"p vs {base}")
+    head += ["train wps", "decode sent/s", "paper"]
+    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        valid = [p for p in r.log["valid"] if "loss" in p]
+        cells = [f"`{r.model.name}`", f"{r.log['params']:,}" if r.log["params"] else "–",
+                 str(r.log["last_update"]) if r.runs else "–", str(len(r.runs)),
+                 f"{valid[-1]['loss']:.3f}" if valid else "–", *[fmt_score(r, k) for k in ks]]
+        if base and exp.kind != "classification":
+            boot = r.extra.get("bootstrap", {})
+            cells.append("baseline" if r is base_r else ", ".join(
+                f"{PRIMARY.get(k, k)} {v['p_value']:.3f}" for k, v in boot.items()
+                if k in ("bleu", "rouge1", "rougeL")) or "–")
+        wps, dec = r.wps(), [d for d in r.decode if d]
+        cells += [f"{wps:,.0f}" if wps else "–", f"{statistics.mean(dec):.1f}" if dec else "–", r.model.paper or ""]
+        md.append("| " + " | ".join(cells) + " |")
+    md.append("")
+    md += by_source_table(results)
+    sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
+    notes = ["- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
+             "(1000 samples), each model's first seed against the baseline's"] if base else []
+    if sig:
+        notes.append(f"- BLEU signature: `{sig}`")
+    notes.append("- train wps: fairseq's words/s over the whole training; decode sent/s: fairseq-generate's own "
+                 "timing; both measured in this run, so only ratios within the table compare")
+    md += notes + [""]
+    if plots:
+        md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]
+    md += commands(exp, results)
+    md += ["", f"- rebuilt: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
+           f"each run's scores, hypotheses, training log and stage records: "
+           f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)"]
+    return "\n".join(md) + "\n"
+
+
+def by_source_table(results: List[ModelResult]) -> List[str]:
+    sources = [s for r in results for sc in r.scores[:1] for s in sc.get("by_source", {})]
+    sources = list(dict.fromkeys(sources))
+    if not sources:
+        return []
+    lines = ["Test BLEU per source (first seed; lines per source in the header):", "",
+             "| model | " + " | ".join(sources) + " |", "|---|" + "---:|" * len(sources)]
+    counts = next(sc["by_source"] for r in results for sc in r.scores[:1] if sc.get("by_source"))
+    lines[2] = "| model | " + " | ".join(f"{s} ({counts[s]['lines']})" for s in sources) + " |"
+    for r in results:
+        bs = r.scores[0].get("by_source", {}) if r.scores else {}
+        lines.append(f"| `{r.model.name}` | " + " | ".join(
+            f"{bs[s]['bleu']:.2f}" if s in bs and "bleu" in bs[s] else "–" for s in sources) + " |")
+    return lines + [""]
+
+
+def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
+    """The stock commands of the first seed of every model, as they ran."""
+    md = ["## Commands", "", f"Everything above: `mixer-run {shown(exp.path)}` (each stage below is one of its "
+                             "commands; any of them can be run by hand).", ""]
+    shown_data = set()
+    for r in results:
+        m = r.model
+        if (m.data, tuple(m.prepare)) not in shown_data:
+            shown_data.add((m.data, tuple(m.prepare)))
+            stage = prepare_stage(m.data, m.prepare)
+            md += [f"- data `{m.data}`: `{shell(stage.commands[0])}`"]
+    for r in results:
+        if not r.runs:
+            continue
+        seed = int(r.runs[0].name.removeprefix("seed"))
+        trained = None
+        if r.model.decode_of:
+            src = exp.models[r.model.decode_of]
+            trained = run_stages(exp, src, seed, prepare_stage(src.data, src.prepare), None)[0]
+        stages = run_stages(exp, r.model, seed, prepare_stage(r.model.data, r.model.prepare), trained)
+        md += ["", f"### `{r.model.name}`" + (f" ({r.model.note})" if r.model.note else ""), ""]
+        for stage in ([trained] if trained else []) + stages:
+            for argv in stage.commands:
+                md.append(f"- {stage.name}: `{shell(argv)}`")
+        if "bootstrap_command" in r.extra:
+            md.append(f"- bootstrap: `{r.extra['bootstrap_command']}`")
+    return md
+
+
+def print_samples(exp: Experiment, n: int):
+    """A few source / hypothesis / reference lines of each model's first run."""
+    for r in collect(exp):
+        if not r.runs:
+            continue
+        m = r.model
+        root = data_root(m.data, m.prepare)
+        prep = prep_manifest(root)
+        subset = m.generate.subset
+        src = root / "raw" / f"{subset}.{prep['src']}"
+        ref = root / prep["references"][subset]["detok"]
+        hyp = r.runs[0] / f"gen-{subset}" / "hyp.txt"
+        lines = [p.read_text(encoding="utf-8").split("\n") for p in (src, hyp, ref)]
+        score = fmt_score(r, keys(exp, m)[0])
+        print(f"\n== {m.name} ({PRIMARY[keys(exp, m)[0]]} {score}): the first {n} test sentences")
+        for i in range(min(n, len(lines[1]))):
+            print(f"  source:     {lines[0][i]}\n  hypothesis: {lines[1][i]}\n  reference:  {lines[2][i]}\n")

@@ -1,0 +1,247 @@
+"""``mixer-run``: one runner for every experiment of this repository.
+
+    mixer-run experiments/quickstart.yaml                 # prepare -> train -> generate -> score -> results
+    mixer-run experiments/leaderboard.yaml --jobs 2 --threads 1 --commit
+    mixer-run experiments/leaderboard.yaml --only transformer,multinn --seeds 1
+    mixer-run experiments/leaderboard.yaml --results-only  # tables and plots from the run folders
+    mixer-run experiments/leaderboard.yaml --dry-run       # print every command, run nothing
+    NGPU=8 mixer-run configs/multinn/mixer_wmt_multinn.wmt16_en_de.yaml   # fairseq's DDP via torchrun
+    PRECISION=bf16 mixer-run ...                           # fairseq's --bf16 (or fp16) on a GPU
+
+Each data recipe is prepared once; then every (model, seed) is a chain of stages
+(``stages.py``) run by the stock fairseq tools.  Up to ``--jobs`` chains run at a time,
+each with ``--threads`` threads (the core budget is their product).  One progress line
+per stage, with the elapsed time and an estimate of what is left; a line every few
+minutes while a model trains.  Finished stages are skipped, a killed training
+continues from its ``checkpoint_last.pt``.  At the end (and after every run with
+``--commit``) the results file is regenerated from the run folders, and each run's small
+outputs are copied beside it.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from ..paths import CHECKOUT, WORK, shown
+from . import results as results_module
+from .spec import Experiment, ExperimentError, load
+from .stages import Stage, StageError, execute, flag_value, prepare_stage, run_stages, shell
+
+HEARTBEAT = 300  # seconds between the progress lines of a training
+
+
+class Progress:
+    """Progress lines with elapsed time and an estimate of what is left."""
+
+    def __init__(self, total: int):
+        self.start = time.time()
+        self.total, self.finished = total, 0
+        self.took: Dict[str, List[float]] = {}  # stage name -> seconds of finished ones
+        self.lock = threading.Lock()
+
+    def clock(self) -> str:
+        s = int(time.time() - self.start)
+        return f"[{time.strftime('%H:%M:%S')} +{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}]"
+
+    def say(self, msg: str):
+        with self.lock:
+            print(f"{self.clock()} {msg}", flush=True)
+
+    def finish(self, label: str, stage: Stage, seconds: float, pending: List[str], jobs: int):
+        with self.lock:
+            self.finished += 1
+            self.took.setdefault(stage.name, []).append(seconds)
+            known = {k: sum(v) / len(v) for k, v in self.took.items()}
+            left = sum(known.get(name, 0.0) for name in pending) / max(1, jobs)
+            unknown = sorted({name for name in pending if name not in known})
+            eta = f"ETA {fmt(left)}" + (f" + {', '.join(unknown)} not yet timed" if unknown else "")
+            print(f"{self.clock()} {label} {stage.name}: done in {fmt(seconds)} "
+                  f"({self.finished}/{self.total} stages; {eta})", flush=True)
+
+
+def fmt(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def training_status(stage: Stage) -> str:
+    """``1500/3750 updates, 2.10 upd/s, about 17:51 left`` from a training's log."""
+    if not stage.log.is_file():
+        return "starting"
+    text = stage.log.read_text(encoding="utf-8", errors="replace")
+    updates = re.findall(r"num_updates=(\d+)", text)
+    ups = re.findall(r"\bups=([\d.]+)", text)
+    goal = flag_value(stage.commands[0], "--max-update")
+    if not updates:
+        return "starting"
+    done = int(updates[-1])
+    line = f"{done}/{goal or '?'} updates"
+    if ups and float(ups[-1]) > 0:
+        line += f", {float(ups[-1]):.2f} upd/s"
+        if goal:
+            line += f", about {fmt((int(goal) - done) / float(ups[-1]))} left"
+    return line
+
+
+class Runner:
+    def __init__(self, exp: Experiment, jobs: int, threads: int, only=None, seeds=None, dry_run=False,
+                 commit=False):
+        self.exp, self.jobs, self.threads = exp, jobs, threads
+        self.dry_run, self.commit = dry_run, commit
+        missing = set(only or ()) - set(exp.models)
+        if missing:
+            raise ExperimentError(f"{exp.path}: --only names no model {sorted(missing)[0]!r}")
+        names = set(only or exp.models)
+        names |= {exp.models[n].decode_of for n in names if exp.models[n].decode_of}  # what a decode needs
+        # trained models first, then the decodes of their checkpoints
+        self.models = sorted((m for m in exp.models.values() if m.name in names), key=lambda m: m.decode_of is not None)
+        self.seeds = seeds
+        self.prepared: Dict[Tuple[str, tuple], Stage] = {}
+        for m in self.models:
+            key = (m.data, tuple(m.prepare))
+            if key not in self.prepared:
+                self.prepared[key] = prepare_stage(m.data, m.prepare)
+
+    def chains(self) -> List[Tuple[str, List[Stage]]]:
+        """(label, stages) of every (model, seed), built once the data is prepared (the
+        commands take the languages from it)."""
+        trained: Dict[Tuple[str, int], Stage] = {}
+        out = []
+        for m in self.models:
+            for seed in m.seeds:
+                if self.seeds and seed not in self.seeds:
+                    continue
+                prepared = self.prepared[(m.data, tuple(m.prepare))]
+                stages = run_stages(self.exp, m, seed, prepared, trained.get((m.decode_of, seed)))
+                if not m.decode_of:
+                    trained[(m.name, seed)] = stages[0]
+                out.append((f"{m.name}/seed{seed}", stages))
+        return out
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> bool:
+        exp = self.exp
+        if self.dry_run:
+            for stage in list(self.prepared.values()) + [s for _, c in self.chains() for s in c]:
+                state = "done" if stage.done() else "to run"
+                for argv in stage.commands:
+                    print(f"# {stage.name} ({state})\n{shell(argv)}")
+            return True
+        cores = self.jobs * self.threads
+        self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
+        self.progress.say(f"{exp.name}: {len(self.models)} models; {self.jobs} runs at a time x {self.threads} "
+                          f"threads = {cores} cores")
+        for stage in self.prepared.values():  # every dataset first, each once
+            if not self.step("data", stage, []):
+                return False
+        chains = self.chains()
+        todo = sum(not s.done() for _, c in chains for s in c)
+        self.progress.total += todo
+        self.progress.say(f"{len(chains)} runs, {todo} stages to run "
+                          f"({sum(len(c) for _, c in chains) - todo} done before)")
+        ok = True
+        events = {id(s): threading.Event() for _, c in chains for s in c}
+
+        def run_chain(label, chain):
+            nonlocal ok
+            for i, stage in enumerate(chain):
+                for dep in stage.after:  # a decode waits for the training it decodes
+                    if id(dep) in events and dep not in chain:
+                        events[id(dep)].wait()
+                if not ok or not self.step(label, stage, [s.name for s in chain[i + 1:]]):
+                    ok = False
+                    for s in chain[i:]:
+                        events[id(s)].set()
+                    return
+                events[id(stage)].set()
+            if self.commit:
+                self.write_results(commit=f"{exp.name}: {label} finished")
+
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            list(pool.map(lambda c: run_chain(*c), chains))
+        self.write_results(commit=f"{exp.name}: results" if self.commit and ok else None)
+        return ok
+
+    def step(self, label: str, stage: Stage, pending: List[str]) -> bool:
+        if stage.done():
+            return True
+        self.progress.say(f"{label} {stage.name}: started ({shown(stage.log)})")
+        watcher = None
+        if stage.name == "train":
+            stop = threading.Event()
+
+            def beat():
+                while not stop.wait(HEARTBEAT):
+                    self.progress.say(f"{label} train: {training_status(stage)}")
+
+            watcher = threading.Thread(target=beat, daemon=True)
+            watcher.start()
+        try:
+            seconds = execute(stage, self.threads)
+        except StageError as e:
+            self.progress.say(f"{label} error: {e}")
+            return False
+        finally:
+            if watcher is not None:
+                stop.set()
+        self.progress.finish(label, stage, seconds, pending, self.jobs)
+        return True
+
+    # ------------------------------------------------------------------ results
+    def write_results(self, commit=None):
+        path = results_module.write(self.exp)
+        if path is not None:
+            self.progress.say(f"results: {shown(path)}")
+        if commit and path is not None and path.is_relative_to(CHECKOUT / "results"):
+            results_dir = path.with_suffix("")
+            subprocess.run(["git", "add", str(path), str(results_dir)], cwd=CHECKOUT, check=False)
+            subprocess.run(["git", "commit", "-q", "-m", commit, "--", str(path), str(results_dir)], cwd=CHECKOUT,
+                           check=False)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="mixer-run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", help="an experiment file (experiments/*.yaml, configs/<paper>/*.yaml)")
+    p.add_argument("--jobs", type=int, help="runs at a time [the file's jobs, else 1]")
+    p.add_argument("--threads", type=int, help="threads per run [the file's threads, else 1]")
+    p.add_argument("--only", help="comma-separated models of the file to run")
+    p.add_argument("--seeds", help="comma-separated seeds to run (of those the file lists)")
+    p.add_argument("--results-only", action="store_true", help="only rebuild the results from the run folders")
+    p.add_argument("--dry-run", action="store_true", help="print every command and whether it is done")
+    p.add_argument("--commit", action="store_true",
+                   help="git-commit the results file and each run's small outputs as each run finishes")
+    args = p.parse_args(argv)
+    try:
+        exp = load(args.experiment)
+        for key in ("jobs", "threads"):
+            if getattr(args, key) is not None and getattr(args, key) < 1:
+                raise ExperimentError(f"--{key} must be >= 1")
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+        runner = Runner(exp, args.jobs or exp.jobs, args.threads or exp.threads,
+                        only=args.only.split(",") if args.only else None, seeds=seeds, dry_run=args.dry_run,
+                        commit=args.commit)
+    except (ExperimentError, ValueError) as e:
+        print(f"mixer-run: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    if args.results_only:
+        runner.progress = Progress(0)
+        runner.write_results()
+        return
+    ok = runner.run()
+    if not ok:
+        print(f"mixer-run: {exp.name} stopped at a failed stage; finished stages are kept "
+              f"(rerun the same command to continue)", file=sys.stderr)
+        sys.exit(1)
+    if exp.samples and not args.dry_run:
+        results_module.print_samples(exp, exp.samples)
+
+
+if __name__ == "__main__":
+    main()

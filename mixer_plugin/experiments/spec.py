@@ -1,0 +1,216 @@
+"""Experiment files: which models, on which data, for how long, with which seeds, scored
+how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.yaml``)::
+
+    name: quickstart                  # work/<name>/; results/<name>.md unless results: says otherwise
+    title: Transformer vs multiNN on the bundled Debian EN-DE corpus
+    data: debian_en_de                # a data-prep recipe (mixer-prepare --list)
+    prepare: --vocab 8000             # more arguments for it (optional)
+    task: --truncate-source           # task flags that training and decoding both need (optional)
+    train: --share-all-embeddings --optimizer adam --lr 0.001 ...   # fairseq-train flags of every model
+    generate: {subset: test, average_last: 5, flags: --beam 4 --max-len-a 1.2 --max-len-b 10}
+    score: {metrics: [bleu, chrf], baseline: transformer, by_source: true}
+    seeds: [1]
+    jobs: 2                           # runs at a time ...
+    threads: 1                        # ... with this many threads each (the core budget)
+    models:
+      transformer: {arch: mixer_small_attn}
+      multinn:
+        arch: mixer_small_attn
+        train: --encoder-mixers ngram:global=1 --decoder-mixers ngram   # appended
+        seeds: [1, 2, 3]
+      transformer_decoded_hard:       # another model's checkpoints, decoded differently
+        decode_of: transformer
+        overrides: {decoder_mixers: hard, decoder_cross_mixers: hard}
+
+A model may also set ``data``, ``prepare``, ``generate``, ``score``, ``paper`` (the
+paper's figure for that row, shown beside ours) and ``note``.  Flags are a string
+(split as a shell would) or a list.  ``kind: classification`` trains
+``--task sentence_prediction`` models and scores test accuracy with fairseq-validate.
+Every unknown key is an error that names the file and the key.
+"""
+
+import shlex
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import yaml
+
+KINDS = ("translation", "classification")
+METRICS = ("bleu", "chrf", "ter", "tok_bleu", "rouge", "rougeL", "wer", "accuracy")
+
+
+class ExperimentError(ValueError):
+    """A bad experiment file: one line, naming the file and the key."""
+
+
+@dataclass(frozen=True)
+class Generate:
+    subset: str = "test"
+    average_last: int = 1  # checkpoints averaged before decoding (1: checkpoint_last.pt)
+    checkpoint: str = "last"  # last | best (classification picks the best valid accuracy)
+    flags: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Score:
+    metrics: List[str] = field(default_factory=lambda: ["bleu", "chrf"])
+    baseline: Optional[str] = None  # a model: paired bootstrap of every other model against it
+    by_source: bool = True  # per-source scores, where the data has a source per test line
+    tokenized: bool = False  # + BLEU on the tokenized text (as the WMT / IWSLT papers report)
+    compound_split: bool = False  # with tokenized: split a-b as fairseq's compound_split_bleu.sh
+    lowercase: bool = False
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    arch: Optional[str]
+    train: List[str]  # flags after the experiment's
+    seeds: List[int]
+    data: str
+    prepare: List[str]
+    generate: Generate
+    score: Score
+    decode_of: Optional[str] = None  # decode that model's checkpoints (no training of its own)
+    overrides: Dict = field(default_factory=dict)  # --model-overrides at decoding
+    paper: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    path: Path
+    title: str
+    description: str
+    kind: str
+    task: List[str]  # flags for fairseq-train and for decoding (after --task and the languages)
+    train: List[str]
+    models: Dict[str, Model]
+    results: Optional[Path]  # the markdown file; None: work/<name>/results.md (nothing tracked)
+    jobs: int
+    threads: int
+    samples: int  # source / hypothesis / reference lines printed at the end
+
+    @property
+    def datasets(self) -> List[str]:
+        return list(dict.fromkeys(m.data for m in self.models.values()))
+
+
+def flag_list(value, where: str) -> List[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return shlex.split(value)
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return [str(v) for v in value]
+    raise ExperimentError(f"{where}: flags must be a string or a list of strings")
+
+
+def _check_keys(d, allowed, where):
+    if not isinstance(d, dict):
+        raise ExperimentError(f"{where}: expected a mapping")
+    unknown = sorted(set(d) - set(allowed))
+    if unknown:
+        raise ExperimentError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(allowed))})")
+
+
+def _sub(cls, d, base, where):
+    """A Generate / Score from a mapping, over ``base``."""
+    if d is None:
+        return base
+    names = {f.name for f in fields(cls)}
+    _check_keys(d, names, where)
+    values = dict(d)
+    if "flags" in values:
+        values["flags"] = flag_list(values["flags"], f"{where}.flags")
+    if "metrics" in values:
+        metrics = values["metrics"]
+        metrics = [metrics] if isinstance(metrics, str) else metrics
+        bad = [m for m in metrics if m not in METRICS]
+        if bad:
+            raise ExperimentError(f"{where}.metrics: unknown metric {bad[0]!r} (known: {', '.join(METRICS)})")
+        values["metrics"] = list(metrics)
+    return replace(base, **values)
+
+
+def _seeds(value, where) -> List[int]:
+    seeds = [value] if isinstance(value, int) else value
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
+        raise ExperimentError(f"{where}: seeds must be an integer or a non-empty list of integers")
+    return seeds
+
+
+TOP = {"name", "title", "description", "kind", "data", "prepare", "task", "train", "generate", "score", "seeds",
+       "models", "results", "jobs", "threads", "samples"}
+MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper", "note"}
+
+
+def load(path) -> Experiment:
+    path = Path(path)
+    if not path.is_file():
+        raise ExperimentError(f"{path}: no such experiment file")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ExperimentError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    _check_keys(raw, TOP, str(path))
+    where = lambda key: f"{path}: {key}"  # noqa: E731
+    for key in ("name", "data", "models"):
+        if key not in raw:
+            raise ExperimentError(where(key) + " is required")
+    kind = raw.get("kind", "translation")
+    if kind not in KINDS:
+        raise ExperimentError(where("kind") + f" must be one of {', '.join(KINDS)}")
+    default_score = Score(metrics=["accuracy"]) if kind == "classification" else Score()
+    default_generate = Generate(checkpoint="best") if kind == "classification" else Generate()
+    generate = _sub(Generate, raw.get("generate"), default_generate, where("generate"))
+    score = _sub(Score, raw.get("score"), default_score, where("score"))
+    seeds = _seeds(raw.get("seeds", [1]), where("seeds"))
+    if not isinstance(raw["models"], dict) or not raw["models"]:
+        raise ExperimentError(where("models") + " must map model names to their settings")
+    models = {}
+    for name, m in raw["models"].items():
+        w = f"models.{name}"
+        m = m or {}
+        _check_keys(m, MODEL, where(w))
+        if ("arch" in m) == ("decode_of" in m):
+            raise ExperimentError(where(w) + ": give either arch (a model to train) or decode_of (another model's "
+                                  "checkpoints)")
+        if "overrides" in m and not isinstance(m["overrides"], dict):
+            raise ExperimentError(where(w + ".overrides") + ": expected a mapping of model options")
+        models[name] = Model(
+            name=name, arch=m.get("arch"),
+            train=flag_list(m.get("train"), where(w + ".train")),
+            seeds=_seeds(m["seeds"], where(w + ".seeds")) if "seeds" in m else seeds,
+            data=m.get("data", raw["data"]),
+            prepare=flag_list(m.get("prepare", raw.get("prepare")), where(w + ".prepare")),
+            generate=_sub(Generate, m.get("generate"), generate, where(w + ".generate")),
+            score=_sub(Score, m.get("score"), score, where(w + ".score")),
+            decode_of=m.get("decode_of"), overrides=m.get("overrides", {}),
+            paper=str(m.get("paper", "")), note=str(m.get("note", "")),
+        )
+    for name, m in models.items():
+        if m.decode_of is not None:
+            src = models.get(m.decode_of)
+            if src is None or src.decode_of is not None:
+                raise ExperimentError(where(f"models.{name}.decode_of") + f": {m.decode_of!r} is not a trained model "
+                                      "of this file")
+            if not set(m.seeds) <= set(src.seeds):
+                raise ExperimentError(where(f"models.{name}.seeds") + f": {m.decode_of} has no seed "
+                                      f"{sorted(set(m.seeds) - set(src.seeds))[0]}")
+        if m.score.baseline is not None and m.score.baseline not in models:
+            raise ExperimentError(where("score.baseline") + f": {m.score.baseline!r} is not a model of this file")
+    for key in ("jobs", "threads", "samples"):
+        if key in raw and (not isinstance(raw[key], int) or raw[key] < (0 if key == "samples" else 1)):
+            raise ExperimentError(where(key) + " must be a positive integer")
+    results = raw.get("results")
+    return Experiment(
+        name=str(raw["name"]), path=path, title=str(raw.get("title", raw["name"])),
+        description=str(raw.get("description", "")).strip(), kind=kind,
+        task=flag_list(raw.get("task"), where("task")), train=flag_list(raw.get("train"), where("train")),
+        models=models,
+        results=Path(results) if results else None, jobs=raw.get("jobs", 1), threads=raw.get("threads", 1),
+        samples=raw.get("samples", 0),
+    )

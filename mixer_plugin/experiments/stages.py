@@ -1,0 +1,302 @@
+"""The stages of one run (one model, one seed) and the commands they run.
+
+    prepare   mixer-prepare RECIPE                   -> work/data/<recipe>/{bin,ref,prep.json}
+    train     fairseq-train (torchrun with NGPU > 1)  -> <run>/checkpoint*.pt, train.log
+    average   mixer-average                           -> <run>/averaged.pt (average_last > 1)
+    generate  fairseq-generate + mixer-postprocess    -> <run>/gen-<subset>/{hyp.txt,hyp.tok}
+              (classification: fairseq-validate on the test subset -> <run>/test.log)
+    score     mixer-score                             -> <run>/gen-<subset>/score.json
+
+Every stage is a list of stock command lines, printed and recorded in
+``<run>/commands.sh`` so that each can be copied and run by hand.  A stage leaves a
+stamp ``<run>/.stages/<stage>.json`` with a hash of what it was given (its commands
+and the stamps it depends on); a rerun skips a stage whose stamp matches.  Training is
+the exception that makes long runs resumable: a killed ``fairseq-train`` is started
+again with the same save dir and continues from ``checkpoint_last.pt``, and a changed
+``--max-update`` (a longer budget) continues too; any other change to the training
+command starts the run over (the old folder is kept as ``<run>.stale-<time>``).
+"""
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..paths import WORK, shown
+from .spec import Experiment, Model
+
+PLUGIN = Path(__file__).resolve().parents[1]  # --user-dir
+
+
+class StageError(RuntimeError):
+    """A stage's command failed: one line naming the stage, the command and its log."""
+
+
+@dataclass
+class Stage:
+    name: str  # prepare | train | average | generate | score
+    commands: List[List[str]]
+    log: Path  # stdout + stderr of the commands
+    outputs: List[Path]  # what must exist afterwards
+    after: List["Stage"] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
+    stamp: Optional[Path] = None
+    cwd: Optional[Path] = None
+
+    def inputs(self) -> str:
+        """What the stage was given: its commands (without ``--max-update`` for training,
+        which may grow) and the stamps of what it depends on."""
+        parts = [json.dumps(self.commands if self.name != "train" else [drop_flag(c, "--max-update")
+                                                                       for c in self.commands])]
+        parts += [s.stamp.read_text() if s.stamp and s.stamp.is_file() else "" for s in self.after]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+    def record(self) -> Optional[dict]:
+        if self.stamp and self.stamp.is_file():
+            return json.loads(self.stamp.read_text())
+        return None
+
+    def done(self) -> bool:
+        rec = self.record()
+        return bool(rec) and rec["inputs"] == self.inputs() and rec["commands"] == self.commands and all(
+            p.exists() for p in self.outputs)
+
+
+def drop_flag(argv: List[str], flag: str) -> List[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == flag:
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
+def flag_value(argv: List[str], flag: str) -> Optional[str]:
+    """The last value of ``flag`` (argparse: the last one wins)."""
+    value = None
+    for a, b in zip(argv, argv[1:]):
+        if a == flag:
+            value = b
+    return value
+
+
+def shell(argv: List[str]) -> str:
+    """A command as a user types it: this interpreter as ``python``, paths inside the
+    checkout relative to it."""
+    return shlex.join("python" if str(a) == sys.executable else shown(a) if os.path.isabs(str(a)) else str(a)
+                      for a in argv)
+
+
+# --------------------------------------------------------------------- layout
+def data_root(recipe: str, prepare: List[str]) -> Path:
+    """work/data/<recipe>, or <recipe>.<hash> when the experiment passes its own arguments."""
+    if not prepare:
+        return WORK / "data" / recipe
+    return WORK / "data" / f"{recipe}.{hashlib.sha256(shlex.join(prepare).encode()).hexdigest()[:8]}"
+
+
+def run_dir(exp: Experiment, model: Model, seed: int) -> Path:
+    return WORK / exp.name / model.name / f"seed{seed}"
+
+
+def prep_manifest(root: Path) -> dict:
+    path = root / "prep.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+# ------------------------------------------------------------------- commands
+def fairseq(tool: str) -> List[str]:
+    """``fairseq-<tool>`` as a module of this interpreter (the console scripts may be
+    missing from PATH in a virtualenv that is not activated)."""
+    return [sys.executable, "-m", f"fairseq_cli.{tool}"]
+
+
+def ngpu() -> int:
+    """``NGPU=N`` (else the GPUs torch sees): N > 1 trains with fairseq's DDP via torchrun."""
+    value = os.environ.get("NGPU")
+    if value:
+        return int(value)
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # noqa: BLE001  (no torch: CPU)
+        return 0
+
+
+PRECISIONS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
+
+
+def precision() -> List[str]:
+    """``PRECISION=fp16|bf16``: fairseq's --fp16 / --bf16 for training and decoding (on
+    a GPU; fairseq-train --fp16 --cpu asserts CUDA)."""
+    value = os.environ.get("PRECISION", "fp32")
+    if value not in PRECISIONS:
+        raise ValueError(f"PRECISION must be one of {', '.join(PRECISIONS)}, not {value!r}")
+    return PRECISIONS[value]
+
+
+def task_flags(exp: Experiment, prep: dict) -> List[str]:
+    """The plugin, the task of the experiment's kind and the data's languages, then the
+    experiment's own task flags: what training and decoding both need."""
+    if exp.kind == "classification":
+        return ["--user-dir", str(PLUGIN), "--task", "sentence_prediction", *exp.task]
+    # before the data is prepared (a dry run) the languages are not known yet
+    return ["--user-dir", str(PLUGIN), "--task", "translation", "--source-lang", prep.get("src", "SRC"),
+            "--target-lang", prep.get("tgt", "TGT"), *exp.task]
+
+
+def train_command(exp: Experiment, model: Model, seed: int, root: Path, save: Path) -> List[str]:
+    flags = [*task_flags(exp, prep_manifest(root)), *exp.train, "--arch", model.arch, *model.train,
+             "--seed", str(seed), "--save-dir", str(save), *precision()]
+    gpus = ngpu()
+    if gpus == 0 and "--cpu" not in flags:
+        flags.append("--cpu")
+    if gpus > 1:
+        # fairseq's own DDP; --update-freq divided so the tokens per update stay the same
+        update_freq = int(flag_value(flags, "--update-freq") or 1)
+        flags += ["--update-freq", str(max(1, update_freq // gpus))]
+        return ["torchrun", "--standalone", "--nproc_per_node", str(gpus), shutil.which("fairseq-train") or
+                "fairseq-train", str(root / "bin"), *flags]
+    return [*fairseq("train"), str(root / "bin"), *flags]
+
+
+def checkpoint(model: Model, save: Path) -> Path:
+    if model.generate.average_last > 1:
+        return save / f"averaged_last{model.generate.average_last}.pt"
+    return save / f"checkpoint_{model.generate.checkpoint}.pt"
+
+
+def decode_commands(exp: Experiment, model: Model, root: Path, save: Path, out: Path) -> List[List[str]]:
+    prep = prep_manifest(root)
+    subset = model.generate.subset
+    overrides = ["--model-overrides", repr(model.overrides)] if model.overrides else []
+    cpu = ["--cpu"] if ngpu() == 0 else precision()
+    if exp.kind == "classification":
+        return [[*fairseq("validate"), str(root / "bin"), *task_flags(exp, prep), "--path", str(checkpoint(model, save)),
+                 "--valid-subset", subset, *model.generate.flags, *overrides, *cpu]]
+    return [
+        # --required-batch-size-multiple 1: with fairseq's default 8 the last batch of a
+        # subset whose size is not a multiple of 8 is dropped (facebookresearch/fairseq#5036)
+        [*fairseq("generate"), str(root / "bin"), *task_flags(exp, prep), "--path", str(checkpoint(model, save)),
+         "--gen-subset", subset, "--nbest", "1", "--required-batch-size-multiple", "1", *model.generate.flags,
+         *overrides, *cpu, "--results-path", str(out)],
+        [sys.executable, "-m", "mixer_plugin.data.postprocess", str(out / f"generate-{subset}.txt"),
+         "--prep", str(root / "prep.json"), "--split", subset, "--out-dir", str(out)],
+    ]
+
+
+def score_command(exp: Experiment, model: Model, root: Path, out: Path) -> List[str]:
+    prep = prep_manifest(root)
+    subset = model.generate.subset
+    ref = prep.get("references", {}).get(subset, {"detok": f"ref/{subset}.TGT", "tok": f"ref/{subset}.tok.TGT"})
+    argv = [sys.executable, "-m", "mixer_plugin.scoring", str(out / "hyp.txt"), str(root / ref["detok"]),
+            "--metrics", ",".join(m for m in model.score.metrics if m != "tok_bleu"), "--json",
+            str(out / "score.json"), "--label", model.name]
+    if model.score.tokenized or "tok_bleu" in model.score.metrics:
+        argv += ["--hyp-tok", str(out / "hyp.tok"), "--ref-tok", str(root / ref["tok"])]
+        if model.score.compound_split:
+            argv.append("--compound-split")
+    if model.score.lowercase:
+        argv.append("--lowercase")
+    sources = prep.get("sources", {}).get(subset)
+    if model.score.by_source and sources:
+        argv += ["--sources", str(root / sources)]
+    return argv
+
+
+# --------------------------------------------------------------------- stages
+def prepare_stage(recipe: str, prepare: List[str]) -> Stage:
+    from ..data.recipes import command
+
+    root = data_root(recipe, prepare)
+    return Stage("prepare", [command(recipe, [*prepare, "--root", str(root)])], root / "prepare.log",
+                 [root / "prep.json"], stamp=root / ".stages" / "prepare.json")
+
+
+def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, trained: Optional[Stage]) -> List[Stage]:
+    """The stages of one (model, seed); ``trained``: the train stage of ``decode_of``."""
+    root = prepared.outputs[0].parent
+    run = run_dir(exp, model, seed)
+    stamps = run / ".stages"
+    save = trained.outputs[0].parent if trained is not None else run
+    stages = []
+    if trained is None:
+        trained = Stage("train", [train_command(exp, model, seed, root, run)], run / "train.log",
+                        [run / "checkpoint_last.pt"], [prepared], stamp=stamps / "train.json")
+        stages.append(trained)
+    last = trained
+    if model.generate.average_last > 1:
+        n = model.generate.average_last
+        last = Stage("average", [[sys.executable, "-m", "mixer_plugin.experiments.checkpoints", str(save),
+                                  "--last", str(n), "--output", str(checkpoint(model, save))]],
+                     stamps / "average.log", [checkpoint(model, save)], [trained], stamp=stamps / "average.json")
+        stages.append(last)
+    out = run / f"gen-{model.generate.subset}"
+    if exp.kind == "classification":
+        gen = Stage("generate", decode_commands(exp, model, root, save, out), out / "validate.log",
+                    [out / "validate.log"], [last, prepared], stamp=stamps / "generate.json")
+        stages.append(gen)
+        return stages
+    gen = Stage("generate", decode_commands(exp, model, root, save, out), out / "generate.err",
+                [out / "hyp.txt"], [last, prepared], stamp=stamps / "generate.json")
+    score = Stage("score", [score_command(exp, model, root, out)], out / "score.log", [out / "score.json"], [gen],
+                  stamp=stamps / "score.json")
+    return stages + [gen, score]
+
+
+# -------------------------------------------------------------------- running
+def execute(stage: Stage, threads: int) -> float:
+    """Run a stage's commands (skipping nothing; the caller checks ``done``); return
+    the seconds it took.  On failure: StageError naming the command and its log."""
+    if stage.name == "train":
+        restart_if_changed(stage)
+    stage.log.parent.mkdir(parents=True, exist_ok=True)
+    if stage.stamp:
+        stage.stamp.parent.mkdir(parents=True, exist_ok=True)
+        stage.stamp.unlink(missing_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1",
+               **stage.env)
+    start = time.time()
+    mode = "a" if stage.name == "train" else "w"  # a resumed training appends to its log
+    with open(stage.log, mode, encoding="utf-8") as log:
+        for argv in stage.commands:
+            log.write(f"$ {shell(argv)}\n")
+            log.flush()
+            proc = subprocess.run([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  cwd=stage.cwd)
+            if proc.returncode != 0:
+                raise StageError(f"{stage.name} failed (exit {proc.returncode}): {shell(argv)}  (log: {shown(stage.log)})")
+    missing = [p for p in stage.outputs if not p.exists()]
+    if missing:
+        raise StageError(f"{stage.name} left no {shown(missing[0])} (log: {shown(stage.log)})")
+    seconds = time.time() - start
+    if stage.stamp:
+        stage.stamp.write_text(json.dumps({"inputs": stage.inputs(), "commands": stage.commands,
+                                           "seconds": round(seconds, 1),
+                                           "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                           "threads": threads}, indent=1) + "\n")
+    return seconds
+
+
+def restart_if_changed(stage: Stage):
+    """A run folder trained with another command (other than its budget) is moved aside;
+    one with the same command, finished or killed, is continued by fairseq itself."""
+    run = stage.outputs[0].parent
+    begun = run / ".stages" / "train.begun.json"
+    if begun.is_file() and json.loads(begun.read_text())["inputs"] != stage.inputs():
+        stale = run.with_name(f"{run.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}")
+        run.rename(stale)
+        print(f"  {shown(run)} was trained with other flags: moved to {shown(stale)}", flush=True)
+    begun.parent.mkdir(parents=True, exist_ok=True)
+    begun.write_text(json.dumps({"inputs": stage.inputs()}) + "\n")

@@ -1,0 +1,188 @@
+"""The experiment runner (mixer-run): experiment files, one-line errors, and a whole tiny
+experiment end to end through the stock fairseq tools (prepare -> train -> average ->
+generate -> score -> results), then resumed: skipped when finished, continued from
+checkpoint_last.pt when killed or given a longer budget, restarted when the model
+changes."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import E2E_REPO, e2e_env
+
+TINY_MODEL = ("--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
+              "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4")
+TRAIN = ("--optimizer adam --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 4 --max-tokens 2000 "
+         "--criterion label_smoothed_cross_entropy --label-smoothing 0.1 --no-epoch-checkpoints "
+         "--save-interval-updates 2 --keep-interval-updates 3 --num-workers 0 --log-format simple "
+         f"--log-interval 1 --max-update 4 {TINY_MODEL}")
+
+
+def experiment(tmp_path, corpus, **changes):
+    spec = {
+        "name": "tiny", "title": "tiny", "data": "debian_en_de",
+        "prepare": f"--corpus {corpus} --vocab 400", "train": "--share-all-embeddings " + TRAIN,
+        "generate": {"subset": "test", "average_last": 2, "flags": "--beam 2 --max-len-a 1.2 --max-len-b 5"},
+        "score": {"metrics": ["bleu", "chrf"], "baseline": "attn"},
+        "jobs": 2, "threads": 1, "results": str(tmp_path / "results" / "tiny.md"),
+        "models": {
+            "attn": {"arch": "mixer_small_attn", "seeds": [1, 2], "paper": "T1 self-attention 27.20"},
+            "ngram": {"arch": "mixer_small_attn", "train": "--encoder-mixers ngram --decoder-mixers ngram"},
+            "attn_decoded_hard": {"decode_of": "attn", "overrides": {"decoder_cross_mixers": "hard"}},
+        },
+    }
+    spec.update(changes)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, e2e_data):
+    """The e2e slice as a Debian-style corpus folder, with a source per test line."""
+    root = tmp_path_factory.mktemp("tiny_corpus")
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "de"):
+            lines = e2e_data.lines(split, lang)[: 300 if split == "train" else 20]
+            (root / f"{split}.{lang}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (root / "test.source").write_text("".join(("a" if i < 12 else "b") + "\n" for i in range(20)), encoding="utf-8")
+    return root
+
+
+def mixer_run(path, *args, work):
+    env = e2e_env(MIXER_WORK=str(work))
+    return subprocess.run([sys.executable, "-m", "mixer_plugin.experiments.runner", str(path), *args],
+                          cwd=E2E_REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, corpus):
+    tmp = tmp_path_factory.mktemp("tiny_experiment")
+    path = experiment(tmp, corpus)
+    proc = mixer_run(path, work=tmp / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return tmp, path, proc
+
+
+def test_every_stage_runs_and_reports_progress(finished):
+    tmp, path, proc = finished
+    out = proc.stdout
+    # one line per stage, with elapsed time and an estimate of what is left
+    for label, stage in (("data", "prepare"), ("attn/seed1", "train"), ("attn/seed2", "average"),
+                         ("ngram/seed1", "generate"), ("attn_decoded_hard/seed1", "score")):
+        assert re.search(rf"\] {re.escape(label)} {stage}: done in \d+:\d\d \(\d+/\d+ stages; ETA", out), (label, out)
+    run = tmp / "work" / "tiny" / "attn" / "seed1"
+    assert (run / "averaged_last2.pt").is_file() and (run / "gen-test" / "hyp.txt").is_file()
+    score = json.loads((run / "gen-test" / "score.json").read_text())
+    assert set(score["by_source"]) == {"a", "b"} and score["by_source"]["a"]["lines"] == 12
+    # the decode of another model's checkpoints trains nothing of its own
+    decoded = tmp / "work" / "tiny" / "attn_decoded_hard" / "seed1"
+    assert not (decoded / "train.log").exists() and (decoded / "gen-test" / "hyp.txt").is_file()
+    assert "'decoder_cross_mixers': 'hard'" in (decoded / ".stages" / "generate.json").read_text()
+
+
+def test_results_table_commands_and_kept_outputs(finished):
+    tmp, path, proc = finished
+    md = (tmp / "results" / "tiny.md").read_text()
+    main_table = md.split("\n\n")[1]  # after the title: the table of every model
+    rows = {line.split("|")[1].strip(): line for line in main_table.splitlines() if line.startswith("| `")}
+    assert set(rows) >= {"`attn`", "`ngram`", "`attn_decoded_hard`"}
+    assert "| 2 |" in rows["`attn`"] and " ± " in rows["`attn`"]  # two seeds: mean +- std
+    assert "baseline" in rows["`attn`"] and re.search(r"BLEU \d\.\d{3}", rows["`ngram`"])  # bootstrap p
+    assert "T1 self-attention 27.20" in rows["`attn`"]
+    assert "| a (12) | b (8) |" in md  # per-source BLEU
+    # every stage's stock command, copyable
+    assert re.search(r"- train: `python -m fairseq_cli.train \S+ --user-dir mixer_plugin --task translation", md)
+    assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", main_table), "decode sent/s from fairseq-generate's log"
+    assert "--model-overrides" in md and "mixer_plugin.scoring" in md and "mixer_plugin.data.postprocess" in md
+    kept = tmp / "results" / "tiny" / "runs" / "attn" / "seed2"
+    assert {"train.log", "hyp.txt", "score.json", "stages.json"} <= {p.name for p in kept.iterdir()}
+    assert not list((tmp / "results").rglob("*.pt")), "never checkpoints"
+    assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
+
+
+def test_a_rerun_skips_what_is_done(finished):
+    tmp, path, _ = finished
+    proc = mixer_run(path, work=tmp / "work")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "0 stages to run" in proc.stdout and "started" not in proc.stdout, proc.stdout
+
+
+def test_killed_and_longer_trainings_continue_from_checkpoint_last(finished, corpus):
+    tmp, path, _ = finished
+    run = tmp / "work" / "tiny" / "ngram" / "seed1"
+    # a training killed after its checkpoint was written: no stamp, checkpoint_last.pt kept
+    (run / ".stages" / "train.json").unlink()
+    longer = experiment(tmp, corpus, train="--share-all-embeddings " + TRAIN.replace("--max-update 4", "--max-update 6"))
+    proc = mixer_run(longer, "--only", "ngram", work=tmp / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    log = (run / "train.log").read_text()
+    assert re.search(r"Loaded checkpoint \S+checkpoint_last.pt \(epoch \d+ @ 4 updates\)", log), log[-2000:]
+    assert "num_updates: 6 >= max_update: 6" in log
+    assert "ngram/seed1 generate: done" in proc.stdout  # the new checkpoints are decoded again
+
+
+def test_another_model_in_the_same_folder_starts_over(finished, corpus):
+    tmp, path, _ = finished
+    changed = yaml.safe_load(path.read_text())
+    changed["models"]["ngram"]["train"] = "--encoder-mixers ngram:n=3 --decoder-mixers ngram:n=3"
+    path2 = tmp / "changed.yaml"
+    path2.write_text(yaml.safe_dump(changed))
+    proc = mixer_run(path2, "--only", "ngram", work=tmp / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "was trained with other flags: moved to" in proc.stdout
+    assert list((tmp / "work" / "tiny" / "ngram").glob("seed1.stale-*"))
+    assert "Loaded checkpoint" not in (tmp / "work" / "tiny" / "ngram" / "seed1" / "train.log").read_text()
+
+
+def test_dry_run_prints_every_command_and_runs_nothing(tmp_path, corpus):
+    path = experiment(tmp_path, corpus)
+    proc = mixer_run(path, "--dry-run", work=tmp_path / "work")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("# train (to run)") == 3 and "fairseq_cli.generate" in proc.stdout
+    assert not (tmp_path / "work" / "tiny").exists()
+
+
+BAD = {
+    "unknown top key": ({"trian": "--lr 1"}, "unknown key 'trian'"),
+    "unknown model key": ({"models": {"a": {"arch": "mixer_small_attn", "seed": [1]}}}, "models.a: unknown key 'seed'"),
+    "arch and decode_of": ({"models": {"a": {}}}, "models.a: give either arch"),
+    "decode of nothing": ({"models": {"a": {"decode_of": "b"}}}, "models.a.decode_of: 'b' is not a trained model"),
+    "bad metric": ({"score": {"metrics": ["blue"]}}, "score.metrics: unknown metric 'blue'"),
+    "bad baseline": ({"score": {"baseline": "nobody"}}, "score.baseline: 'nobody' is not a model"),
+    "bad seeds": ({"seeds": "one"}, "seeds: seeds must be"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_experiment_files_are_one_line_errors(case, tmp_path, corpus):
+    changes, message = BAD[case]
+    path = experiment(tmp_path, corpus, **changes)
+    proc = mixer_run(path, work=tmp_path / "work")
+    assert proc.returncode == 2
+    # one line; before it only the notice fairseq prints on import (fairseq.tasks.text_to_speech)
+    err = [line for line in proc.stderr.strip().splitlines() if not line.startswith("INFO:fairseq.tasks")]
+    assert len(err) == 1 and err[0].startswith(f"mixer-run: error: {path}") and message in err[0], proc.stderr
+    assert not (tmp_path / "work").exists()
+
+
+def test_every_committed_experiment_file_loads():
+    """Every file parses, names registered archs, and its data recipe exists."""
+    import mixer_plugin  # noqa: F401  (registers the archs)
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from mixer_plugin.data.recipes import recipes
+    from mixer_plugin.experiments.spec import load
+
+    known = recipes()
+    files = sorted((E2E_REPO / "experiments").glob("*.yaml")) + sorted((E2E_REPO / "configs").rglob("*.yaml"))
+    assert len(files) > 100
+    for path in files:
+        exp = load(path)
+        for m in exp.models.values():
+            assert m.arch is None or m.arch in ARCH_MODEL_REGISTRY, (path, m.arch)
+            assert m.data in known, (path, m.data)
