@@ -5,7 +5,8 @@ nothing, and each records its command, machine, load and date beside its tables.
     mixer-bench heads        the interacting-head paper's mixers over the number of heads
     mixer-bench multiscale   multi-scale attention's banded kernels against dense attention
     mixer-bench hard-ops     one decoding step of hard retrieval, op by op (the paper's Table 2)
-    mixer-bench hard-decode  fairseq-generate sentences/s of hard retrieval models
+    mixer-bench decode       fairseq-generate speed of every decoder mixer over output length
+    mixer-bench train        fairseq-train words/s of whole models (the leaderboard's)
 
 ``mixer-bench NAME --help`` shows a benchmark's options; results go to
 ``results/bench_<name>_<device>.{md,json}`` unless ``--md`` / ``--json`` say otherwise.
@@ -15,7 +16,7 @@ import importlib
 import sys
 
 BENCHMARKS = {"mixers": "mixers", "heads": "heads", "multiscale": "multiscale", "hard-ops": "hard_ops",
-              "hard-decode": "hard_decode"}
+              "decode": "decode", "train": "train"}
 
 
 def main(argv=None):

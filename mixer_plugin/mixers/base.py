@@ -88,6 +88,16 @@ class MixerBase(FairseqIncrementalState, nn.Module):
         weights ``(B, H, T, S)``."""
         raise NotImplementedError
 
+    def macs(self, T: int, S: int) -> int:
+        """Forward multiply-adds for one sequence of T queries over S keys (S = T for a
+        self-mixer; a causal mixer's query t sees t+1 of them): the arithmetic the
+        equation needs, whatever the kernel does.  Benchmarks put it beside the time."""
+        raise NotImplementedError
+
+    def pairs(self, T: int, S: int) -> int:
+        """(query, key) pairs a full-width attention scores: all, or the causal half."""
+        return T * (T + 1) // 2 if self.causal and S == T else T * S
+
     def _get_input_buffer(self, incremental_state: Optional[State]):
         # the stock decoder layer calls this on its self_attn on every step
         result = self.get_incremental_state(incremental_state, "mixer_state")
@@ -225,6 +235,16 @@ class AttentionMixer(MixerBase):
         self.v_proj = nn.Linear(self.kv_dim, H * self.value_dim)
         self.out_proj = nn.Linear(H * self.value_dim, D)
         self.reset_attention_parameters()
+
+    def macs(self, T: int, S: int) -> int:
+        linear = lambda m, n: n * m.in_features * m.out_features  # noqa: E731
+        projections = (linear(self.q_proj, T) + linear(self.k_proj, S) + linear(self.v_proj, S)
+                       + linear(self.out_proj, T))
+        return projections + self.core_macs(T, S)
+
+    def core_macs(self, T: int, S: int) -> int:
+        """What :meth:`attend` multiplies: here scores and the weighted sum of values."""
+        return self.pairs(T, S) * self.num_heads * (self.head_dim + self.value_dim)
 
     def reorder_incremental_state(self, incremental_state: State, new_order: Tensor):
         if self.cross:

@@ -132,6 +132,11 @@ class HardRetrievalAttention(AttentionMixer):
             return {"k": self.k_proj(kv_input), "x": kv_input}
         return super().project_kv(kv_input)
 
+    def core_macs(self, T: int, S: int) -> int:
+        if self._mode() == "soft":
+            return super().core_macs(T, S)
+        return self.pairs(T, S) * self.num_heads * self.head_dim  # scores only: the value is an index
+
     def attend(self, q, streams, key_padding_mask, offset, need_weights):
         B, H, T, _ = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)

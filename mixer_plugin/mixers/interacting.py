@@ -89,6 +89,12 @@ class InteractingHeadAttention(AttentionMixer):
             nn.init.xavier_uniform_(self.out_proj.weight)
             nn.init.zeros_(self.out_proj.bias)
 
+    def core_macs(self, T: int, S: int) -> int:
+        H, d, dv = self.num_heads, self.head_dim, self.head_value_dim
+        if self.reading == "sum":
+            return T * H * d + self.pairs(T, S) * H * (d + dv)  # the query sum, then one attention
+        return self.pairs(T, S) * H * H * (d + dv)  # every (i, j) head pair
+
     def attend(self, q, streams, key_padding_mask, offset, need_weights):
         B, H, T, d = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)

@@ -213,6 +213,11 @@ def band_mask(lo: Radius, hi: Radius, key_ok: Optional[Tensor], T: int, S: int, 
     return ok if key_ok is None else ok & key_ok.view(-1, 1, 1, S)
 
 
+def window_pairs(T: int, lo: int, hi: int) -> int:
+    """(query, key) pairs of a band over T positions: query t sees t-lo .. t+hi inside the sequence."""
+    return sum(min(T - 1, t + hi) - max(0, t - lo) + 1 for t in range(T))
+
+
 def _per_query(r: Radius, nb: int, c: int):
     """A radius as ``(B|1, nb|1, c|1, 1)`` for queries in nb blocks of c (an int
     stays an int); tensors come as ``(B|1, T|1)``.  Dense attention is nb = 1."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .base import AttentionMixer
-from .kernels import band_attention
+from .kernels import band_attention, window_pairs
 from .registry import MixerContext, check_positive, option, register_mixer
 
 
@@ -41,6 +41,10 @@ class LocalAttention(AttentionMixer):
 
     def extra_repr(self) -> str:
         return f"heads={self.num_heads}, n={self.n}"
+
+    def core_macs(self, T: int, S: int) -> int:
+        lo, hi = self.n - 1, (0 if self.causal else self.n - 1)
+        return window_pairs(T, lo, hi) * self.num_heads * (self.head_dim + self.value_dim)
 
     def attend(self, q, streams, key_padding_mask, offset, need_weights):
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)

@@ -285,6 +285,21 @@ class MultiScaleAttention(AttentionMixer):
         bound = self.radius(max(1, S // scale.value))
         return r, (0 if self.causal else r), bound
 
+    def core_macs(self, T: int, S: int) -> int:
+        """Each head group's band at this length (ratio scales of the whole length in the
+        encoder, of the prefix in the decoder).  A window of one key costs nothing: its
+        softmax is 1 and the head returns its own value."""
+        total = 0
+        for scale, count in self.groups:
+            widths = []
+            for t in range(T):
+                n = (t + 1) if self.length == "prefix" else T  # the N of a ratio scale
+                r = self.radius(max(1, n // scale.value) if scale.ratio else scale.value)
+                lo, hi = min(t, r), (0 if self.causal else min(T - 1 - t, r))
+                widths.append(lo + hi + 1)
+            total += sum(w for w in widths if w > 1) * count * (self.head_dim + self.value_dim)
+        return total
+
     # --------------------------------------------------------------- eq. 6-9
     def attend(self, q, streams, key_padding_mask, offset, need_weights):
         B, H, T, _ = q.shape

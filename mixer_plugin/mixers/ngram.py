@@ -116,6 +116,17 @@ class NgramMixer(WindowMixer):
             nn.init.xavier_uniform_(self.out_proj.weight)
             nn.init.zeros_(self.out_proj.bias)
 
+    def macs(self, T: int, S: int) -> int:
+        K, d, d_out = self.num_heads, self.d_in, self.d_out
+        total = T * K * self.window * d * d_out  # eq. (5): W neighbours through W^(k), every head
+        if self.in_proj is not None:
+            total += T * self.in_proj.in_features * self.in_proj.out_features  # eq. (6)
+        if self.global_weight is not None:
+            total += K * d * d_out  # eq. (8): the global term, once per sentence
+        if self.out_proj is not None:
+            total += T * self.out_proj.in_features * self.out_proj.out_features  # eq. (4)
+        return total
+
     def heads_input(self, x: Tensor) -> Tensor:
         """x_t^(k) of every head side by side: ``(T, B, D)`` -> ``(T, B, K*d)``."""
         if self.proj == "head":

@@ -72,6 +72,10 @@ class TalkingHeadsAttention(AttentionMixer):
             else:
                 nn.init.normal_(p, std=self.num_heads**-0.5)
 
+    def core_macs(self, T: int, S: int) -> int:
+        H = self.num_heads
+        return super().core_macs(T, S) + 2 * self.pairs(T, S) * H * H  # P_l and P_w at every (query, key)
+
     def attend(self, q, streams, key_padding_mask, offset, need_weights):
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, dv)

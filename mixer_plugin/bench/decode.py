@@ -1,0 +1,322 @@
+"""Decoding speed over output length: every decoder mixer against the transformer at the
+same size, through fairseq's own ``fairseq-generate``.
+
+    mixer-bench decode DATA_BIN                      # -> results/bench_decode_<device>.{md,json,png}
+    mixer-bench decode DATA_BIN --lengths 30,100 --beams 4 --sentences 16 --rounds 1 --md /tmp/d.md
+
+A benchmark, not a test.  Each model is the CPU size (``mixer_small_attn``: 2+2 layers,
+d=256, 4 heads) with its mixer in the decoder (self-attention, and cross-attention for
+the mixers that take it), made by ``fairseq-train --max-update 1`` at a learning rate of
+1e-9 on DATA_BIN: the weights do not matter, because every hypothesis is pinned to
+exactly L tokens (``--max-len-a 0 --max-len-b L --min-len L``), so every model does the
+same number of decoder steps.  The speed is fairseq-generate's own figure (its timer
+around the SequenceGenerator: loading and I/O are out), ms per step = that time / (L+1)
+for the one batch of ``--sentences`` sentences.  Models run round-robin, the order
+rotated every round; the median over rounds is reported with the ratio to the
+transformer of the same run.
+
+A windowed decoder (``ngram``, ``local``, ``multiscale`` with fixed scales) keeps O(n)
+state per layer, where attention keeps O(L): its advantage should grow with L.  For hard
+retrieval, one decoding step of the transformer is profiled (forward hooks on its
+attention modules): the share of the step in attention, s, bounds what replacing
+attention can gain at 1 / (1 - s); hard's measured speed-up is given as a share of that.
+"""
+
+import argparse
+import datetime
+import logging
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..paths import CHECKOUT
+from .mixers import command_line, write_outputs
+
+SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s")
+# label -> decoder flags (the encoder is stock attention for every model)
+MODELS = {
+    "transformer": [],
+    "ngram": ["--decoder-mixers", "ngram"],
+    "local": ["--decoder-mixers", "local"],
+    "multiscale": ["--decoder-mixers", "multiscale:scales=1+3+5+7"],  # fixed scales: bounded cache
+    "hard": ["--decoder-mixers", "hard", "--decoder-cross-mixers", "hard"],
+    "interacting": ["--decoder-mixers", "interacting", "--decoder-cross-mixers", "interacting"],
+    "talking_heads": ["--decoder-mixers", "talking_heads", "--decoder-cross-mixers", "talking_heads"],
+    "fixed_head": ["--decoder-mixers", "fixed_head:heads=12:head_dim=21",
+                   "--decoder-cross-mixers", "fixed_head:heads=12:head_dim=21"],
+}
+WINDOWED = ("ngram", "local", "multiscale")
+
+
+class Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def make_checkpoint(data: str, flags, save: Path, langs) -> Path:
+    """A checkpoint of the model (one update at lr 1e-9: the work does not depend on it)."""
+    argv = [sys.executable, "-m", "fairseq_cli.train", data, "--user-dir", str(CHECKOUT / "mixer_plugin"),
+            "--task", "translation", "--source-lang", langs[0], "--target-lang", langs[1], "--arch",
+            "mixer_small_attn", "--share-all-embeddings", *flags, "--optimizer", "adam", "--lr", "1e-9",
+            "--max-tokens", "2048", "--max-update", "1", "--save-dir", str(save), "--no-epoch-checkpoints",
+            "--cpu", "--num-workers", "0", "--seed", "1"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if proc.returncode != 0 or not (save / "checkpoint_last.pt").is_file():
+        raise SystemExit(f"mixer-bench decode: error: making the {save.name} checkpoint failed:\n{proc.stderr[-2000:]}")
+    return save / "checkpoint_last.pt"
+
+
+def generate(data, checkpoint, L, beam, sentences, langs, profile=False) -> dict:
+    """One fairseq-generate of the first ``sentences`` test sentences, in this process."""
+    from fairseq import options
+    from fairseq_cli import generate as fairseq_generate
+
+    argv = [data, "--user-dir", str(CHECKOUT / "mixer_plugin"), "--task", "translation", "--source-lang",
+            langs[0], "--target-lang", langs[1], "--path", str(checkpoint), "--gen-subset", "test", "--beam",
+            str(beam), "--nbest", "1", "--batch-size", str(sentences), "--required-batch-size-multiple", "1",
+            "--max-len-a", "0", "--max-len-b", str(L), "--min-len", str(L), "--quiet", "--seed", "1",
+            "--num-workers", "0", "--skip-invalid-size-inputs-valid-test", "--cpu"]  # fmt: skip
+    args = options.parse_args_and_arch(options.get_generation_parser(), argv)
+    capture, timer = Capture(), AttentionTimer() if profile else None
+    logging.getLogger("fairseq_cli.generate").addHandler(capture)
+    try:
+        if timer:
+            timer.install()
+        with tempfile.TemporaryDirectory() as out:
+            args.results_path = out
+            first_sentences(fairseq_generate, args, sentences)
+    finally:
+        logging.getLogger("fairseq_cli.generate").removeHandler(capture)
+        if timer:
+            timer.remove()
+    m = next((SPEED.search(x) for x in capture.messages if SPEED.search(x)), None)
+    if m is None:
+        raise SystemExit(f"mixer-bench decode: error: fairseq-generate reported no speed for {checkpoint}")
+    out = {"sentences": int(m.group(1).replace(",", "")), "gen_s": float(m.group(3)),
+           "sent_per_s": float(m.group(4)), "ms_per_step": 1000 * float(m.group(3)) / (L + 1)}
+    if timer:
+        out["attention_s"] = timer.total
+        out["attention_share"] = timer.total / out["gen_s"]
+    return out
+
+
+def first_sentences(module, args, n: int):
+    """fairseq-generate decodes the whole subset; its first ``n`` sentences are enough,
+    so the loaded dataset is cut there (a shorter subset, the same code path)."""
+    from fairseq.data import BaseWrapperDataset
+    from fairseq.tasks.translation import TranslationTask
+
+    class Head(BaseWrapperDataset):
+        def __len__(self):
+            return min(n, len(self.dataset))
+
+        @property
+        def sizes(self):
+            return self.dataset.sizes[: len(self)]
+
+    original = TranslationTask.load_dataset
+
+    def load_dataset(self, split, *a, **kw):
+        original(self, split, *a, **kw)
+        ds = self.datasets[split]  # a LanguagePairDataset: its sides and their sizes, cut to n
+        ds.src, ds.tgt = Head(ds.src), Head(ds.tgt)
+        ds.src_sizes, ds.tgt_sizes = ds.src_sizes[:n], ds.tgt_sizes[:n]
+
+    TranslationTask.load_dataset = load_dataset
+    try:
+        module.main(args)
+    finally:
+        TranslationTask.load_dataset = original
+
+
+class AttentionTimer:
+    """Wall time inside the decoder's attention modules (self and cross), by hooks."""
+
+    def __init__(self):
+        self.total, self.handles, self.start = 0.0, [], {}
+
+    def install(self):
+        from fairseq.models.transformer import TransformerDecoderBase
+
+        original = TransformerDecoderBase.forward
+        timer = self
+
+        def forward(decoder, *args, **kwargs):
+            if not decoder.__dict__.get("_timed"):
+                decoder._timed = True
+                for layer in decoder.layers:
+                    for module in (layer.self_attn, layer.encoder_attn):
+                        timer.handles.append(module.register_forward_pre_hook(timer.enter))
+                        timer.handles.append(module.register_forward_hook(timer.leave))
+            return original(decoder, *args, **kwargs)
+
+        self.original = original
+        TransformerDecoderBase.forward = forward
+
+    def enter(self, module, args):
+        self.start[id(module)] = time.perf_counter()
+
+    def leave(self, module, args, out):
+        self.total += time.perf_counter() - self.start.pop(id(module))
+
+    def remove(self):
+        from fairseq.models.transformer import TransformerDecoderBase
+
+        TransformerDecoderBase.forward = self.original
+        for h in self.handles:
+            h.remove()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="mixer-bench decode", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data", help="a fairseq-preprocess output folder (its test split and dictionaries)")
+    ap.add_argument("--source-lang", default="en")
+    ap.add_argument("--target-lang", default="de")
+    ap.add_argument("--lengths", default="30,100,300", help="output lengths L")
+    ap.add_argument("--beams", default="4,1")
+    ap.add_argument("--sentences", type=int, default=32, help="sentences decoded per run (one batch)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--mixers", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
+    ap.add_argument("--md")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
+        raise SystemExit(f"mixer-bench decode: error: {args.data} is not a fairseq data folder "
+                         f"(no dict.{args.target_lang}.txt)")
+    labels = [m for m in args.mixers.split(",") if m]
+    unknown = [m for m in labels if m not in MODELS]
+    if unknown or labels[0] != "transformer":
+        raise SystemExit(f"mixer-bench decode: error: --mixers: the first must be transformer, the rest of "
+                         f"{', '.join(MODELS)} (got {args.mixers})")
+    lengths = [int(x) for x in args.lengths.split(",")]
+    beams = [int(x) for x in args.beams.split(",")]
+    langs = (args.source_lang, args.target_lang)
+    import torch
+
+    t0, load_start = time.time(), " ".join(f"{v:.2f}" for v in os.getloadavg())
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpts = {}
+        for label in labels:
+            ckpts[label] = make_checkpoint(args.data, MODELS[label], Path(tmp) / label, langs)
+            generate(args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs)  # warm-up, untimed
+            print(f"checkpoint {label}: {ckpts[label]}", flush=True)
+        runs = {(lab, L, b): [] for lab in labels for L in lengths for b in beams}
+        profile = {}
+        for L in lengths:
+            for b in beams:
+                profile[(L, b)] = generate(args.data, ckpts["transformer"], L, b, args.sentences, langs,
+                                           profile=True)
+                for r in range(args.rounds):
+                    k = r % len(labels)
+                    for label in labels[k:] + labels[:k]:  # rotate the order each round
+                        res = generate(args.data, ckpts[label], L, b, args.sentences, langs)
+                        runs[(label, L, b)].append(res)
+                        print(f"L={L:4d} beam {b} round {r + 1} {label:14s} {res['sent_per_s']:8.2f} sent/s "
+                              f"{res['ms_per_step']:7.1f} ms/step", flush=True)
+    rows = []
+    for (label, L, b), res in runs.items():
+        base = runs[("transformer", L, b)]
+        speed = statistics.median(x["sent_per_s"] for x in res)
+        base_speed = statistics.median(x["sent_per_s"] for x in base)
+        share = profile[(L, b)]["attention_share"]
+        rows.append({"model": label, "L": L, "beam": b, "sent_per_s": speed,
+                     "ms_per_step": statistics.median(x["ms_per_step"] for x in res),
+                     "speedup": speed / base_speed, "rounds": [x["sent_per_s"] for x in res],
+                     "transformer_attention_share": share, "ceiling": 1 / (1 - share)})
+    meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC"),
+            "device": f"CPU ({os.cpu_count()} cores, {platform.machine()})", "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "load_start": load_start,
+            "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
+            "sentences": args.sentences, "rounds": args.rounds}
+    md = markdown(meta, rows, labels, lengths, beams, profile)
+    out_md = args.md or str(CHECKOUT / "results" / "bench_decode_cpu.md")
+    out_json = args.json or str(Path(out_md).with_suffix(".json"))
+    plot(rows, labels, beams, Path(out_md).with_suffix(".png"))
+    write_outputs(out_md, out_json, md, {"meta": meta, "rows": rows,
+                                         "profile": {f"{L},{b}": v for (L, b), v in profile.items()}})
+
+
+def markdown(meta, rows, labels, lengths, beams, profile) -> str:
+    by = {(r["model"], r["L"], r["beam"]): r for r in rows}
+    out = [f"# Decoding speed over output length ({meta['device']})", "",
+           f"- command: `{meta['command']}`",
+           f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
+           f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
+           f"- every model: `mixer_small_attn` (2+2 layers, d=256, 4 heads) with its mixer in the decoder, the "
+           f"same {meta['sentences']} test sentences in one batch, every hypothesis pinned to L tokens; "
+           f"fairseq-generate's own timing, median of {meta['rounds']} rounds (models round-robin); speed-up "
+           "against the transformer of the same (L, beam)", ""]
+    for b in beams:
+        out += [f"## beam {b}", "", "sentences/s (speed-up vs transformer); ms per decoding step", "",
+                "| model | " + " | ".join(f"L={L}" for L in lengths) + " |", "|---|" + "---:|" * len(lengths)]
+        for label in labels:
+            cells = []
+            for L in lengths:
+                r = by[(label, L, b)]
+                cells.append(f"{r['sent_per_s']:.1f} ({r['speedup']:.2f}x); {r['ms_per_step']:.1f} ms")
+            out.append(f"| `{label}` | " + " | ".join(cells) + " |")
+        out.append("")
+    out += ["## Hard retrieval against its ceiling", "",
+            "The transformer's decoding step, profiled (hooks on its decoder attention modules): the share s of "
+            "the step spent in attention bounds what any replacement of attention can gain at 1 / (1 - s).", "",
+            "| L | beam | attention share of the step | ceiling | `hard` speed-up | share of the ceiling |",
+            "|---:|---:|---:|---:|---:|---:|"]
+    for L in lengths:
+        for b in beams:
+            if ("hard", L, b) not in by:
+                continue
+            r = by[("hard", L, b)]
+            out.append(f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
+                       f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |")
+    windowed = [m for m in WINDOWED if m in labels]
+    if windowed:
+        out += ["", "## Does the windowed decoders' advantage grow with length?", "",
+                "| model | beam | " + " | ".join(f"L={L}" for L in lengths) + " | grows |",
+                "|---|---:|" + "---:|" * len(lengths) + "---|"]
+        for m in windowed:
+            for b in beams:
+                s = [by[(m, L, b)]["speedup"] for L in lengths]
+                grows = "yes" if all(y > x for x, y in zip(s, s[1:])) else "no"
+                out.append(f"| `{m}` | {b} | " + " | ".join(f"{x:.2f}x" for x in s) + f" | {grows} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def plot(rows, labels, beams, path: Path):
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(beams), figsize=(5.2 * len(beams), 3.8), squeeze=False)
+    for ax, b in zip(axes[0], beams):
+        for label in labels:
+            pts = sorted((r["L"], r["sent_per_s"]) for r in rows if r["model"] == label and r["beam"] == b)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label, ms=3)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("output length (tokens)")
+        ax.set_ylabel("sentences/s")
+        ax.set_title(f"beam {b}")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("fairseq-generate speed against output length (CPU, mixer_small size)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

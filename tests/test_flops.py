@@ -1,0 +1,47 @@
+"""The multiply-adds each mixer declares (``macs``, what the benchmarks put beside the
+time) against torch's own FLOP counter on the math kernel, which computes the equation
+densely: equal for every mixer whose equation is dense, at most the dense count for the
+windowed ones (their equation skips what lies outside the window)."""
+
+import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
+
+from mixer_cases import Case, all_cases, make_mixer, run
+from mixer_plugin.mixers import Role
+
+# counted by the FLOP counter: matmuls, linear layers and convolutions (not sums or maxima)
+DENSE = ("fixed_head", "interacting", "talking_heads", "hard", "ngram")
+BANDED = ("local", "multiscale")
+CHECKED = [c for c in all_cases() if c.spec.split(":")[0] in DENSE + BANDED and c.role is not Role.DECODER_SELF]
+
+
+def counted_macs(m, case, T=12, B=2):
+    x, enc = torch.randn(T, B, 16), torch.randn(T, B, 16)
+    with FlopCounterMode(display=False) as fc, sdpa_kernel(SDPBackend.MATH):
+        run(m, case, x, enc)
+    return fc.get_total_flops() / 2 / B
+
+
+@pytest.mark.parametrize("case", CHECKED, ids=[c.id for c in CHECKED])
+def test_declared_macs_match_the_counted_arithmetic(case):
+    m = make_mixer(case, dtype=torch.float32)
+    name = case.spec.split(":")[0]
+    counted, declared = counted_macs(m, case), m.macs(12, 12)
+    if name in BANDED:
+        assert declared <= counted
+        return
+    if name == "interacting" and "pairwise" not in case.spec:
+        counted += 12 * m.num_heads * m.head_dim  # Algorithm 1's sum of the H queries: additions
+    assert declared == counted
+
+
+def test_windowed_and_causal_counts():
+    """A window counts only the keys inside it; a causal mixer its past and itself."""
+    local = make_mixer(Case("local:n=2", Role.ENCODER_SELF), dtype=torch.float32)
+    dense = make_mixer(Case("fixed_head:head_dim=4", Role.ENCODER_SELF), dtype=torch.float32)
+    projections = dense.macs(10, 10) - 100 * 4 * 8
+    assert local.macs(10, 10) == projections + (3 * 10 - 2) * 4 * 8  # |t - s| <= 1 inside 10 positions
+    causal = make_mixer(Case("fixed_head:head_dim=4", Role.DECODER_SELF), dtype=torch.float32)
+    assert causal.macs(10, 10) == projections + 55 * 4 * 8  # 10 * 11 / 2 pairs
