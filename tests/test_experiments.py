@@ -76,6 +76,9 @@ def test_every_stage_runs_and_reports_progress(finished):
     for label, stage in (("data", "prepare"), ("attn/seed1", "train"), ("attn/seed2", "average"),
                          ("ngram/seed1", "generate"), ("attn_decoded_hard/seed1", "score")):
         assert re.search(rf"\] {re.escape(label)} {stage}: done in \d+:\d\d \(\d+/\d+ stages; ETA", out), (label, out)
+    # the plots do not flood the progress with matplotlib's debug lines (fairseq leaves
+    # the root logger verbose)
+    assert "DEBUG:matplotlib" not in out + proc.stderr
     run = tmp / "work" / "tiny" / "attn" / "seed1"
     assert (run / "averaged_last2.pt").is_file() and (run / "gen-test" / "hyp.txt").is_file()
     score = json.loads((run / "gen-test" / "score.json").read_text())
@@ -186,3 +189,19 @@ def test_every_committed_experiment_file_loads():
         for m in exp.models.values():
             assert m.arch is None or m.arch in ARCH_MODEL_REGISTRY, (path, m.arch)
             assert m.data in known, (path, m.data)
+
+
+def test_commands_get_the_allocator_settings_unless_the_user_set_them(monkeypatch):
+    """glibc's defaults cost CPU training 20-25% in page faults (docs/benchmarks.md): every
+    command the runner starts gets the fixed mmap threshold and no trimming, and a value
+    the user exported wins."""
+    from mixer_plugin.experiments.stages import command_env
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    env = command_env(2, EXTRA="x")
+    assert env["MALLOC_TRIM_THRESHOLD_"] == str(4 << 30) and env["MALLOC_TOP_PAD_"] == str(256 << 20)
+    assert env["MALLOC_MMAP_THRESHOLD_"] == "65536"
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "2" and env["EXTRA"] == "x"
+    assert "OMP_NUM_THREADS" not in command_env()  # None: the library's default, every core

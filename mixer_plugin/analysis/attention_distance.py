@@ -129,13 +129,9 @@ def main(argv=None):
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(result, indent=1) + "\n")
 
-    import logging
+    from ..plotting import pyplot
 
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging setup is verbose
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     shown = [lay for lay in layers if lay["share"]]
     fig, axes = plt.subplots(len(shown) or 1, 1, figsize=(7, 1.6 * max(1, len(shown)) + 0.6), sharex=True, squeeze=False)

@@ -35,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..experiments.stages import command_env
 from ..paths import CHECKOUT
 from .mixers import command_line, write_outputs
 
@@ -70,7 +71,7 @@ def make_checkpoint(data: str, flags, save: Path, langs) -> Path:
             "mixer_small_attn", "--share-all-embeddings", *flags, "--optimizer", "adam", "--lr", "1e-9",
             "--max-tokens", "2048", "--max-update", "1", "--save-dir", str(save), "--no-epoch-checkpoints",
             "--cpu", "--num-workers", "0", "--seed", "1"]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    proc = subprocess.run(argv, capture_output=True, text=True, env=command_env(1))
     if proc.returncode != 0 or not (save / "checkpoint_last.pt").is_file():
         raise SystemExit(f"mixer-bench decode: error: making the {save.name} checkpoint failed:\n{proc.stderr[-2000:]}")
     return save / "checkpoint_last.pt"
@@ -295,11 +296,9 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
 
 
 def plot(rows, labels, beams, path: Path):
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(beams), figsize=(5.2 * len(beams), 3.8), squeeze=False)
     for ax, b in zip(axes[0], beams):

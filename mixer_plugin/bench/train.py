@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..experiments.spec import load
-from ..experiments.stages import data_root, drop_flag, prep_manifest, train_command
+from ..experiments.stages import command_env, data_root, drop_flag, prep_manifest, train_command
 from ..paths import CHECKOUT
 from .mixers import command_line, write_outputs
 
@@ -82,8 +82,7 @@ def main(argv=None):
     models = [m for m in exp.models.values() if m.arch and (not args.only or m.name in args.only.split(","))]
     import torch
 
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.pop("OMP_NUM_THREADS", None)  # all threads
+    env = command_env()  # all threads, the runner's allocator settings
     t0, load_start = time.time(), " ".join(f"{v:.2f}" for v in os.getloadavg())
     speeds = {m.name: [] for m in models}
     commands = {}

@@ -208,10 +208,9 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult], folder: Path):
 
 
 def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> List[Path]:
-    import matplotlib
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     made = []
     fig, ax = plt.subplots(figsize=(6.4, 3.8))

@@ -134,6 +134,31 @@ def ngpu() -> int:
         return 0
 
 
+# glibc's allocator, as fairseq's CPU training needs it.  By default glibc serves large
+# blocks with mmap and hands freed memory back to the kernel, so every training step
+# faults its activations in again, page by page: a third of a CPU run's time went to the
+# kernel.  A fixed 32 MiB mmap threshold (glibc's maximum) and no trimming keep the freed
+# blocks for the next step: 20-25% more updates per second for the CPU-size transformer
+# on 2 cores (docs/benchmarks.md).  Set in the environment of every command the runner
+# starts; a value the user exported wins.
+ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
+                 "MALLOC_TOP_PAD_": str(256 << 20)}
+
+
+def command_env(threads: Optional[int] = None, **extra: str) -> Dict[str, str]:
+    """The environment of a stock fairseq command the runner or a benchmark starts:
+    the allocator settings above unless already set, ``threads`` OpenMP / MKL threads
+    (None: the library's default, all cores), unbuffered output, then ``extra``."""
+    env = {**ALLOCATOR_ENV, **os.environ, "PYTHONUNBUFFERED": "1"}
+    if threads is None:
+        env.pop("OMP_NUM_THREADS", None)
+        env.pop("MKL_NUM_THREADS", None)
+    else:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    env.update(extra)
+    return env
+
+
 PRECISIONS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
 
 
@@ -265,8 +290,7 @@ def execute(stage: Stage, threads: int) -> float:
     if stage.stamp:
         stage.stamp.parent.mkdir(parents=True, exist_ok=True)
         stage.stamp.unlink(missing_ok=True)
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1",
-               **stage.env)
+    env = command_env(threads, **stage.env)
     start = time.time()
     mode = "a" if stage.name == "train" else "w"  # a resumed training appends to its log
     with open(stage.log, mode, encoding="utf-8") as log:

@@ -19,7 +19,7 @@ size is the mean training length n: 20 (IWSLT16), 25 (WMT17 EN-DE), 26 (WMT17 EN
 output map and score maps, so it is listed only up to 16 heads.
 
 CPU rows (``mixer_small_ihead_*``): the 2+2-layer, d=256 quickstart size at 8 and 16
-heads, for the short quality run on the bundled EN-DE sample (results/interacting_quality.md).
+heads, for experiments/interacting_heads.yaml on the Debian EN-DE corpus.
 """
 
 from fairseq.models.transformer import transformer_iwslt_de_en
@@ -33,9 +33,9 @@ HEADS = (4, 8, 16, 32, 64)
 PAIRWISE_HEADS = (4, 8, 16)
 SMALL_HEADS = (8, 16)
 SAMPLE = ("debian_en_de",)
-# mean sentencepiece length of the bundled sample's training set (both sides, EOS not
-# counted), from scripts/max_heads.py; see results/interacting_quality.md
-SAMPLE_MEAN_LENGTH = 21  # n = 20.65 (en 19.36, de 21.95) -> a head no narrower than n
+# mean sentencepiece length of the Debian EN-DE training set (both sides, EOS not
+# counted), from mixer-max-heads; see results/max_heads/debian_en_de.md
+SAMPLE_MEAN_LENGTH = 21  # n = 20.29 (en 19.11, de 21.46) -> a head no narrower than n
 
 MIXERS = {  # name in --arch -> (spec, paper's name)
     "mha": ("attn", "original multi-head attention"),
