@@ -192,7 +192,7 @@ def test_every_committed_experiment_file_loads():
 
 
 def test_commands_get_the_allocator_settings_unless_the_user_set_them(monkeypatch):
-    """glibc's defaults cost CPU training 20-25% in page faults (docs/benchmarks.md): every
+    """glibc's defaults cost CPU training page faults (results/bench_allocator_cpu.md): every
     command the runner starts gets the fixed mmap threshold and no trimming, and a value
     the user exported wins."""
     from mixer_plugin.experiments.stages import command_env

@@ -136,11 +136,11 @@ def ngpu() -> int:
 
 # glibc's allocator, as fairseq's CPU training needs it.  By default glibc serves large
 # blocks with mmap and hands freed memory back to the kernel, so every training step
-# faults its activations in again, page by page: a third of a CPU run's time went to the
-# kernel.  A fixed 32 MiB mmap threshold (glibc's maximum) and no trimming keep the freed
-# blocks for the next step: 20-25% more updates per second for the CPU-size transformer
-# on 2 cores (docs/benchmarks.md).  Set in the environment of every command the runner
-# starts; a value the user exported wins.
+# faults its buffers in again, page by page.  A fixed 32 MiB mmap threshold (glibc's
+# maximum) and no trimming keep the freed blocks for the next step: 3.3x fewer page
+# faults and kernel time for the CPU-size transformer, 1.05-1.18x its training speed,
+# and 1.4x multiNN's (results/bench_allocator_cpu.md).  Set in the environment of every
+# command the runner starts; a value the user exported wins.
 ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
                  "MALLOC_TOP_PAD_": str(256 << 20)}
 
