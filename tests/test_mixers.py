@@ -179,6 +179,31 @@ def test_finished_sentences_leave_the_batch(case):
     torch.testing.assert_close(continued, run(m, case, y, enc_y)[s:], **tol(case))
 
 
+@pytest.mark.parametrize("case", DECODER_CASES, ids=ids(DECODER_CASES))
+def test_long_decoding_with_reorders_under_no_grad(case):
+    """As fairseq's beam search drives a decoder: no autograd (the caches then grow in
+    place, see ``append_rows``), 40 steps (a self-attention cache outgrows its first
+    buffer twice), reordered twice, the second time shrinking the batch.  Equals the
+    full forward over the reordered sequences at every step."""
+    m = make_mixer(case)
+    T = 40
+    x, enc = inputs(T=T, B=3)
+    if case.role is Role.DECODER_CROSS:
+        enc = enc[:, :1].expand_as(enc).contiguous()  # beams of one sentence
+    reorders = {5: torch.tensor([2, 0, 0]), 20: torch.tensor([1, 2])}
+    state, steps = {}, []
+    with torch.no_grad():
+        for t in range(T):
+            if t in reorders:
+                order = reorders[t]
+                m.reorder_incremental_state(state, order)
+                x, enc = x[:, order], enc[:, order]  # the survivors' prefixes, then their own steps
+                steps = [step[:, order] for step in steps]
+            steps.append(run(m, case, x[t : t + 1], enc, incremental_state=state))
+        full = run(m, case, x, enc)
+    torch.testing.assert_close(torch.cat(steps), full, **tol(case))
+
+
 # ------------------------------------------------- vectorised == naive loop
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_vectorised_equals_naive(case):

@@ -6,6 +6,7 @@ nothing, and each records its command, machine, load and date beside its tables.
     mixer-bench multiscale   multi-scale attention's banded kernels against dense attention
     mixer-bench hard-ops     one decoding step of hard retrieval, op by op (the paper's Table 2)
     mixer-bench decode       fairseq-generate speed of every decoder mixer over output length
+    mixer-bench decode-ops   where a decoding step's time goes, op by op (torch.profiler)
     mixer-bench train        fairseq-train words/s of whole models (the leaderboard's)
 
 ``mixer-bench NAME --help`` shows a benchmark's options; results go to
@@ -16,7 +17,7 @@ import importlib
 import sys
 
 BENCHMARKS = {"mixers": "mixers", "heads": "heads", "multiscale": "multiscale", "hard-ops": "hard_ops",
-              "decode": "decode", "train": "train"}
+              "decode": "decode", "decode-ops": "decode_ops", "train": "train"}
 
 
 def main(argv=None):

@@ -47,6 +47,8 @@ MODELS = {
     "local": ["--decoder-mixers", "local"],
     "multiscale": ["--decoder-mixers", "multiscale:scales=1+3+5+7"],  # fixed scales: bounded cache
     "hard": ["--decoder-mixers", "hard", "--decoder-cross-mixers", "hard"],
+    # the same module with softmax x V in eval mode: what retrieval saves, and nothing else
+    "hard_soft": ["--decoder-mixers", "hard:decode=soft", "--decoder-cross-mixers", "hard:decode=soft"],
     "interacting": ["--decoder-mixers", "interacting", "--decoder-cross-mixers", "interacting"],
     "talking_heads": ["--decoder-mixers", "talking_heads", "--decoder-cross-mixers", "talking_heads"],
     "fixed_head": ["--decoder-mixers", "fixed_head:heads=12:head_dim=21",

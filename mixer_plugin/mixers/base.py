@@ -7,7 +7,8 @@ static_kv, attn_mask, need_head_weights) -> (out, weights_or_None)``, with
 
 * :class:`MixerBase`: that ``forward``, written once; the incremental-state buffer
   and beam reordering.  Every cached tensor is time-major ``(T, B, ...)``, so
-  reordering is one ``index_select`` on dim 1.  Subclasses implement :meth:`MixerBase.mix`.
+  reordering is one ``index_select`` on dim 1; a self-attention cache grows in place
+  (:func:`append_rows`).  Subclasses implement :meth:`MixerBase.mix`.
 * :class:`WindowMixer`: self-mixers over a fixed window of neighbours,
   ``t-n+1 .. t+n-1`` (2n-1 positions) for an encoder and ``t-n+1 .. t`` (n positions)
   for a decoder.  :meth:`WindowMixer.with_context` builds it without an L x L matrix,
@@ -30,6 +31,58 @@ from . import kernels
 from .registry import MixerContext, MixerSpecError, Role
 
 State = Dict[str, Dict[str, Optional[Tensor]]]
+
+# rows a self-mixer's cache is first allocated with; it doubles when full
+FIRST_CACHE_ROWS = 16
+
+
+def spare_rows(cached: Tensor) -> int:
+    """Rows of storage after the end of a contiguous time-major cache ``(S, B, ...)``,
+    that :func:`append_rows` may fill in place (0 for any other tensor)."""
+    row = cached[0].numel() if cached.dim() and cached.size(0) else 0
+    if row == 0 or not cached.is_contiguous():
+        return 0
+    elements = cached.untyped_storage().nbytes() // cached.element_size() - cached.storage_offset()
+    return elements // row - cached.size(0)
+
+
+def append_rows(cached: Optional[Tensor], new: Tensor) -> Tensor:
+    """A decoder cache grown by one step: ``cached`` ``(S, B, ...)`` + ``new`` ``(T, B, ...)``
+    -> ``(S + T, B, ...)``.
+
+    ``torch.cat`` copies all S cached rows at every step, O(L^2) over an output of L
+    tokens, and at long outputs that copy cost more than the attention itself
+    (results/bench_decode_ops_cpu.md).  Here the cache is the prefix of a larger buffer:
+    the step's rows are written into the spare rows after it, and only a full buffer is
+    copied, into one twice the size.  Every cache this writes into was allocated here
+    (or by :func:`reorder_rows`), so the spare rows belong to no other tensor; under
+    autograd (a test differentiating through decoding) it falls back to ``torch.cat``.
+    """
+    if cached is None or cached.numel() == 0:
+        cached = new[:0]
+    if torch.is_grad_enabled() and (cached.requires_grad or new.requires_grad):
+        return torch.cat([cached, new])
+    S, T = cached.size(0), new.size(0)
+    if cached.dtype == new.dtype and spare_rows(cached) >= T:
+        size = (S + T, *cached.shape[1:])
+        grown = cached.as_strided(size, torch.empty(size, device="meta").stride(), cached.storage_offset())
+    else:
+        grown = new.new_empty((max(2 * (S + T), FIRST_CACHE_ROWS), *new.shape[1:]))[: S + T]
+        grown[:S].copy_(cached)
+    grown[S:].copy_(new)
+    return grown
+
+
+def reorder_rows(cached: Tensor, order: Tensor) -> Tensor:
+    """Beam reordering of a time-major cache, ``(S, B, ...)`` -> ``(S, len(order), ...)``
+    on dim 1, into a new buffer with the same spare rows (so that the next
+    :func:`append_rows` still writes in place)."""
+    spare = spare_rows(cached)
+    if spare == 0:
+        return cached.index_select(1, order)
+    S = cached.size(0)
+    buffer = cached.new_empty((S + spare, order.numel(), *cached.shape[2:]))
+    return torch.index_select(cached, 1, order, out=buffer[:S])
 
 
 class MixerBase(FairseqIncrementalState, nn.Module):
@@ -124,7 +177,7 @@ class MixerBase(FairseqIncrementalState, nn.Module):
         if buffer:
             for k, v in buffer.items():
                 if v is not None:
-                    buffer[k] = v.index_select(1, new_order)  # time-major: batch is dim 1
+                    buffer[k] = reorder_rows(v, new_order)  # time-major: batch is dim 1
             incremental_state = self._set_input_buffer(incremental_state, buffer)
         return incremental_state
 
@@ -340,7 +393,7 @@ class AttentionMixer(MixerBase):
             zeros = lambda n: torch.zeros(n, B, dtype=torch.bool, device=kv_input.device)  # noqa: E731
             new["pad"] = zeros(T) if key_padding_mask is None else key_padding_mask.t()  # (T, B)
             buffer.setdefault("pad", zeros(prev_len))
-        streams = {name: torch.cat([buffer[name], x]) if name in buffer else x for name, x in new.items()}
+        streams = {name: append_rows(buffer.get(name), x) for name, x in new.items()}
         keep = streams if self.cache_window is None else {
             name: x[max(0, x.size(0) - self.cache_window) :] for name, x in streams.items()
         }
