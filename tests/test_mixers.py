@@ -182,15 +182,18 @@ def test_finished_sentences_leave_the_batch(case):
 @pytest.mark.parametrize("case", DECODER_CASES, ids=ids(DECODER_CASES))
 def test_long_decoding_with_reorders_under_no_grad(case):
     """As fairseq's beam search drives a decoder: no autograd (the caches then grow in
-    place, see ``append_rows``), 40 steps (a self-attention cache outgrows its first
-    buffer twice), reordered twice, the second time shrinking the batch.  Equals the
-    full forward over the reordered sequences at every step."""
+    place and alternate with a free twin, see ``append_rows`` / ``reorder_rows``), 40
+    steps (a self-attention cache outgrows its first buffer twice), reordered at every
+    step from the third, once shrinking the batch.  Equals the full forward over the
+    reordered sequences at every step."""
     m = make_mixer(case)
     T = 40
     x, enc = inputs(T=T, B=3)
     if case.role is Role.DECODER_CROSS:
         enc = enc[:, :1].expand_as(enc).contiguous()  # beams of one sentence
-    reorders = {5: torch.tensor([2, 0, 0]), 20: torch.tensor([1, 2])}
+    reorders = {t: torch.tensor([2, 0, 0] if t % 2 else [1, 2, 0]) for t in range(3, 20)}
+    reorders[20] = torch.tensor([1, 2])  # a sentence finished: the batch shrinks
+    reorders.update({t: torch.tensor([1, 0]) for t in range(21, T)})
     state, steps = {}, []
     with torch.no_grad():
         for t in range(T):

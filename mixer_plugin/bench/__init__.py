@@ -14,6 +14,7 @@ nothing, and each records its command, machine, load and date beside its tables.
 """
 
 import importlib
+import os
 import sys
 
 BENCHMARKS = {"mixers": "mixers", "heads": "heads", "multiscale": "multiscale", "hard-ops": "hard_ops",
@@ -28,8 +29,30 @@ def main(argv=None):
             print(f"mixer-bench: error: unknown benchmark {argv[0]!r} (known: {', '.join(BENCHMARKS)})", file=sys.stderr)
             sys.exit(2)
         return
+    if argv[0] in IN_PROCESS_GENERATE:
+        under_runner_allocator()
     module = importlib.import_module(f"{__name__}.{BENCHMARKS[argv[0]]}")
     module.main(argv[1:])
+
+
+# benchmarks that run fairseq-generate inside their own process
+IN_PROCESS_GENERATE = ("decode", "decode-ops")
+
+
+def under_runner_allocator():
+    """glibc reads its ``MALLOC_*`` settings once, at start-up, and a long output's
+    decoder caches are large enough for them to matter (results/bench_allocator_cpu.md):
+    a benchmark that generates in its own process starts itself again, once, under the
+    settings ``mixer-run`` gives every fairseq command, so that it measures what the
+    runner runs.  A user's own settings are kept."""
+    from ..experiments.stages import ALLOCATOR_ENV
+
+    if all(name in os.environ for name in ALLOCATOR_ENV):
+        return
+    env = {**ALLOCATOR_ENV, **os.environ}
+    if sys.argv[0].endswith("mixer-bench"):
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    os.execve(sys.executable, [sys.executable, "-m", __name__, *sys.argv[1:]], env)
 
 
 if __name__ == "__main__":

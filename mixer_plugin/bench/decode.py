@@ -15,6 +15,9 @@ for the one batch of ``--sentences`` sentences.  Models run round-robin, the ord
 rotated every round; the median over rounds is reported with the ratio to the
 transformer of the same run.
 
+It runs under the allocator settings ``mixer-run`` gives fairseq-generate (``mixer-bench``
+starts itself again with them when they are not set), so it measures what the runner runs.
+
 A windowed decoder (``ngram``, ``local``, ``multiscale`` with fixed scales) keeps O(n)
 state per layer, where attention keeps O(L): its advantage should grow with L.  For hard
 retrieval, one decoding step of the transformer is profiled (forward hooks on its

@@ -19,6 +19,7 @@ static_kv, attn_mask, need_head_weights) -> (out, weights_or_None)``, with
   :meth:`AttentionMixer.attend`.
 """
 
+import math
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -73,16 +74,29 @@ def append_rows(cached: Optional[Tensor], new: Tensor) -> Tensor:
     return grown
 
 
-def reorder_rows(cached: Tensor, order: Tensor) -> Tensor:
-    """Beam reordering of a time-major cache, ``(S, B, ...)`` -> ``(S, len(order), ...)``
-    on dim 1, into a new buffer with the same spare rows (so that the next
-    :func:`append_rows` still writes in place)."""
-    spare = spare_rows(cached)
-    if spare == 0:
-        return cached.index_select(1, order)
+def reorder_rows(cached: Tensor, order: Tensor, free: Optional[Tensor] = None) -> Tuple[Tensor, Optional[Tensor]]:
+    """Beam reordering of a time-major self-attention cache (one that
+    :func:`append_rows` made): ``(S, B, ...)`` -> ``(S, len(order), ...)`` on dim 1,
+    with the same spare rows after it, so the next :func:`append_rows` still writes in
+    place.  -> (the reordered cache, ``cached``'s whole storage, flat, now free).
+
+    The reordered rows go into ``free`` (the storage the previous reorder released)
+    when it is large enough: a fresh buffer of a long output's cache costs the kernel's
+    page faults, several times the copy itself (results/bench_decode_ops_cpu.md), and
+    beam search reorders at every step.  So a cache and its free twin alternate, and
+    a buffer is only allocated when the cache outgrows them."""
+    if torch.is_grad_enabled() and cached.requires_grad:  # append_rows' torch.cat fallback
+        return cached.index_select(1, order), free
     S = cached.size(0)
-    buffer = cached.new_empty((S + spare, order.numel(), *cached.shape[2:]))
-    return torch.index_select(cached, 1, order, out=buffer[:S])
+    shape = (S + spare_rows(cached), order.numel(), *cached.shape[2:])
+    n = math.prod(shape)
+    if free is not None and free.dtype == cached.dtype and free.numel() >= n:
+        buffer = free[:n].view(shape)
+    else:
+        buffer = cached.new_empty(shape)
+    out = torch.index_select(cached, 1, order, out=buffer[:S])
+    released = cached.as_strided((cached.untyped_storage().nbytes() // cached.element_size(),), (1,), 0)
+    return out, released
 
 
 class MixerBase(FairseqIncrementalState, nn.Module):
@@ -177,7 +191,7 @@ class MixerBase(FairseqIncrementalState, nn.Module):
         if buffer:
             for k, v in buffer.items():
                 if v is not None:
-                    buffer[k] = reorder_rows(v, new_order)  # time-major: batch is dim 1
+                    buffer[k] = v.index_select(1, new_order)  # time-major: batch is dim 1
             incremental_state = self._set_input_buffer(incremental_state, buffer)
         return incremental_state
 
@@ -308,7 +322,15 @@ class AttentionMixer(MixerBase):
                 # unchanged; it is only gathered when finished sentences leave the
                 # batch.  fairseq's MultiheadAttention relies on the same contract.
                 return incremental_state
-        return super().reorder_incremental_state(incremental_state, new_order)
+            return super().reorder_incremental_state(incremental_state, new_order)
+        # self-attention: every cached stream was made by append_rows, so its storage
+        # is this cache's own, and is reused as the next reorder's destination
+        buffer = self._get_input_buffer(incremental_state)
+        free = self.get_incremental_state(incremental_state, "mixer_free") or {}
+        for name, x in buffer.items():
+            buffer[name], free[name] = reorder_rows(x, new_order, free.get(name))
+        self.set_incremental_state(incremental_state, "mixer_free", free)
+        return self._set_input_buffer(incremental_state, buffer)
 
     def reset_attention_parameters(self):
         # fairseq MultiheadAttention.reset_parameters: the scaled init when keys and
