@@ -2,6 +2,7 @@
 nothing, and each records its command, machine, load and date beside its tables.
 
     mixer-bench mixers       one layer of every mixer against stock attention, over length
+    mixer-bench layer-ops    one layer's training step op by op (torch.profiler)
     mixer-bench heads        the interacting-head paper's mixers over the number of heads
     mixer-bench multiscale   multi-scale attention's banded kernels against dense attention
     mixer-bench hard-ops     one decoding step of hard retrieval, op by op (the paper's Table 2)
@@ -17,7 +18,7 @@ import importlib
 import os
 import sys
 
-BENCHMARKS = {"mixers": "mixers", "heads": "heads", "multiscale": "multiscale", "hard-ops": "hard_ops",
+BENCHMARKS = {"mixers": "mixers", "layer-ops": "layer_ops", "heads": "heads", "multiscale": "multiscale", "hard-ops": "hard_ops",
               "decode": "decode", "decode-ops": "decode_ops", "train": "train"}
 
 
