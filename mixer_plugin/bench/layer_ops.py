@@ -20,6 +20,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ..mixers.registry import Role
+from ..paths import CHECKOUT
 from .mixers import build, command_line, machine_peak, module_macs, run_meta, step, variants, write_outputs
 
 
@@ -50,7 +51,7 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--top", type=int, default=10)
-    ap.add_argument("--md", default=os.path.join("results", "bench_layer_ops_cpu.md"))
+    ap.add_argument("--md", default=os.path.join(str(CHECKOUT), "results", "bench_layer_ops_cpu.md"))
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     args.dropout = 0.0
