@@ -183,28 +183,39 @@ class AttentionTimer:
             h.remove()
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="mixer-bench decode", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_common_args(ap: argparse.ArgumentParser) -> None:
+    """The options every decoding benchmark takes: data, languages, outputs."""
     ap.add_argument("data", help="a fairseq-preprocess output folder (its test split and dictionaries)")
     ap.add_argument("--source-lang", default="en")
     ap.add_argument("--target-lang", default="de")
+    ap.add_argument("--md")
+    ap.add_argument("--json")
+
+
+def checked_labels(args, prog: str, transformer_first: bool):
+    """The data folder and ``--mixers`` checked -> the model labels, in order."""
+    if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
+        raise SystemExit(f"{prog}: error: {args.data} is not a fairseq data folder "
+                         f"(no dict.{args.target_lang}.txt)")
+    labels = [m for m in args.mixers.split(",") if m]
+    unknown = [m for m in labels if m not in MODELS]
+    if unknown or not labels or (transformer_first and labels[0] != "transformer"):
+        first = "the first must be transformer, " if transformer_first else ""
+        raise SystemExit(f"{prog}: error: --mixers: {first}labels from {', '.join(MODELS)} (got {args.mixers})")
+    return labels
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="mixer-bench decode", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_args(ap)
     ap.add_argument("--lengths", default="30,100,300", help="output lengths L")
     ap.add_argument("--beams", default="4,1")
     ap.add_argument("--sentences", type=int, default=32, help="sentences decoded per run (one batch)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--mixers", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
-    ap.add_argument("--md")
-    ap.add_argument("--json")
     args = ap.parse_args(argv)
-    if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
-        raise SystemExit(f"mixer-bench decode: error: {args.data} is not a fairseq data folder "
-                         f"(no dict.{args.target_lang}.txt)")
-    labels = [m for m in args.mixers.split(",") if m]
-    unknown = [m for m in labels if m not in MODELS]
-    if unknown or labels[0] != "transformer":
-        raise SystemExit(f"mixer-bench decode: error: --mixers: the first must be transformer, the rest of "
-                         f"{', '.join(MODELS)} (got {args.mixers})")
+    labels = checked_labels(args, ap.prog, transformer_first=True)
     lengths = [int(x) for x in args.lengths.split(",")]
     beams = [int(x) for x in args.beams.split(",")]
     langs = (args.source_lang, args.target_lang)

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ..paths import CHECKOUT
-from .decode import MODELS, generate, make_checkpoint
+from .decode import MODELS, add_common_args, checked_labels, generate, make_checkpoint
 from .mixers import command_line, write_outputs
 
 REGIONS = ("self-attention modules", "cross-attention modules", "attend (the equation)", "cache reorder")
@@ -133,25 +133,14 @@ def profile_one(data, checkpoint, L, beam, sentences, langs, top):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="mixer-bench decode-ops", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", help="a fairseq-preprocess output folder (its test split and dictionaries)")
-    ap.add_argument("--source-lang", default="en")
-    ap.add_argument("--target-lang", default="de")
+    add_common_args(ap)
     ap.add_argument("--length", type=int, default=300, help="output length L")
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--sentences", type=int, default=32, help="sentences decoded (one batch)")
     ap.add_argument("--mixers", default="transformer,hard,hard_soft", help=f"of {', '.join(MODELS)}")
     ap.add_argument("--top", type=int, default=12, help="aten ops listed per model")
-    ap.add_argument("--md")
-    ap.add_argument("--json")
     args = ap.parse_args(argv)
-    if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
-        raise SystemExit(f"mixer-bench decode-ops: error: {args.data} is not a fairseq data folder "
-                         f"(no dict.{args.target_lang}.txt)")
-    labels = [m for m in args.mixers.split(",") if m]
-    unknown = [m for m in labels if m not in MODELS]
-    if unknown or not labels:
-        raise SystemExit(f"mixer-bench decode-ops: error: --mixers: unknown {', '.join(unknown) or '(none)'} "
-                         f"(known: {', '.join(MODELS)})")
+    labels = checked_labels(args, ap.prog, transformer_first=False)
     import torch
 
     langs = (args.source_lang, args.target_lang)
