@@ -113,31 +113,35 @@ def fairseq_padding(side: str, T: int, B: int = 3) -> torch.Tensor:
     return pad
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("case", DECODER_CASES, ids=ids(DECODER_CASES))
-def test_incremental_with_fairseq_padding_masks(case, side):
+def test_incremental_with_fairseq_padding_masks(case, side, grad):
     """Step by step as fairseq's decoder drives its layers: self-attention gets the
     padding of the current column only, and None when that column has none;
     cross-attention gets the whole source padding every step.  Equals the full
-    forward (with the whole padding mask) at every real position."""
-    m = make_mixer(case)
-    T = 8
-    x, enc = inputs(T=T, B=3, S=T)
-    pad = fairseq_padding(side, T)
-    if case.role is Role.DECODER_CROSS:
-        full = run(m, case, x, enc, enc_padding_mask=pad)
-        state = {}
-        steps = [run(m, case, x[t : t + 1], enc, enc_padding_mask=pad, incremental_state=state) for t in range(T)]
-        real = torch.ones(T, 3, dtype=torch.bool)
-    else:
-        full = run(m, case, x, key_padding_mask=pad)
-        state, steps = {}, []
-        for t in range(T):
-            column = pad[:, t : t + 1]  # (B, 1)
-            steps.append(run(m, case, x[t : t + 1], key_padding_mask=column if column.any() else None,
-                             incremental_state=state))
-        real = ~pad.t()
-    torch.testing.assert_close(torch.cat(steps)[real], full[real], **tol(case))
+    forward (with the whole padding mask) at every real position.  Without autograd
+    (as fairseq-generate decodes) the key and value caches grow in place, with it by
+    ``torch.cat``."""
+    with torch.set_grad_enabled(grad):
+        m = make_mixer(case)
+        T = 8
+        x, enc = inputs(T=T, B=3, S=T)
+        pad = fairseq_padding(side, T)
+        if case.role is Role.DECODER_CROSS:
+            full = run(m, case, x, enc, enc_padding_mask=pad)
+            state = {}
+            steps = [run(m, case, x[t : t + 1], enc, enc_padding_mask=pad, incremental_state=state) for t in range(T)]
+            real = torch.ones(T, 3, dtype=torch.bool)
+        else:
+            full = run(m, case, x, key_padding_mask=pad)
+            state, steps = {}, []
+            for t in range(T):
+                column = pad[:, t : t + 1]  # (B, 1)
+                steps.append(run(m, case, x[t : t + 1], key_padding_mask=column if column.any() else None,
+                                 incremental_state=state))
+            real = ~pad.t()
+        torch.testing.assert_close(torch.cat(steps)[real], full[real], **tol(case))
 
 
 @pytest.mark.parametrize("case", DECODER_CASES, ids=ids(DECODER_CASES))

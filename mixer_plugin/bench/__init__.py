@@ -18,8 +18,8 @@ import importlib
 import os
 import sys
 
-BENCHMARKS = {"mixers": "mixers", "layer-ops": "layer_ops", "heads": "heads", "multiscale": "multiscale", "hard-ops": "hard_ops",
-              "decode": "decode", "decode-ops": "decode_ops", "train": "train"}
+BENCHMARKS = {"mixers": "mixers", "layer-ops": "layer_ops", "heads": "heads", "multiscale": "multiscale",
+              "hard-ops": "hard_ops", "decode": "decode", "decode-ops": "decode_ops", "train": "train"}
 
 
 def main(argv=None):

@@ -37,14 +37,18 @@ State = Dict[str, Dict[str, Optional[Tensor]]]
 FIRST_CACHE_ROWS = 16
 
 
+def flat_storage(t: Tensor) -> Tensor:
+    """All of ``t``'s storage as a 1-D tensor of its dtype (a view, no copy)."""
+    return t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+
+
 def spare_rows(cached: Tensor) -> int:
     """Rows of storage after the end of a contiguous time-major cache ``(S, B, ...)``,
     that :func:`append_rows` may fill in place (0 for any other tensor)."""
-    row = cached[0].numel() if cached.dim() and cached.size(0) else 0
-    if row == 0 or not cached.is_contiguous():
+    row = math.prod(cached.shape[1:])
+    if cached.dim() == 0 or cached.size(0) == 0 or row == 0 or not cached.is_contiguous():
         return 0
-    elements = cached.untyped_storage().nbytes() // cached.element_size() - cached.storage_offset()
-    return elements // row - cached.size(0)
+    return (flat_storage(cached).numel() - cached.storage_offset()) // row - cached.size(0)
 
 
 def append_rows(cached: Optional[Tensor], new: Tensor) -> Tensor:
@@ -53,7 +57,7 @@ def append_rows(cached: Optional[Tensor], new: Tensor) -> Tensor:
 
     ``torch.cat`` copies all S cached rows at every step, O(L^2) over an output of L
     tokens, and at long outputs that copy cost more than the attention itself
-    (results/bench_decode_ops_cpu.md).  Here the cache is the prefix of a larger buffer:
+    (results/bench_decode_ops_cpu_cat.md).  Here the cache is the prefix of a larger buffer:
     the step's rows are written into the spare rows after it, and only a full buffer is
     copied, into one twice the size.  Every cache this writes into was allocated here
     (or by :func:`reorder_rows`), so the spare rows belong to no other tensor; under
@@ -65,8 +69,8 @@ def append_rows(cached: Optional[Tensor], new: Tensor) -> Tensor:
         return torch.cat([cached, new])
     S, T = cached.size(0), new.size(0)
     if cached.dtype == new.dtype and spare_rows(cached) >= T:
-        size = (S + T, *cached.shape[1:])
-        grown = cached.as_strided(size, torch.empty(size, device="meta").stride(), cached.storage_offset())
+        start, count = cached.storage_offset(), (S + T) * math.prod(cached.shape[1:])
+        grown = flat_storage(cached)[start : start + count].view(S + T, *cached.shape[1:])
     else:
         grown = new.new_empty((max(2 * (S + T), FIRST_CACHE_ROWS), *new.shape[1:]))[: S + T]
         grown[:S].copy_(cached)
@@ -82,7 +86,7 @@ def reorder_rows(cached: Tensor, order: Tensor, free: Optional[Tensor] = None) -
 
     The reordered rows go into ``free`` (the storage the previous reorder released)
     when it is large enough: a fresh buffer of a long output's cache costs the kernel's
-    page faults, several times the copy itself (results/bench_decode_ops_cpu.md), and
+    page faults, several times the copy itself (docs/benchmarks.md, decoding), and
     beam search reorders at every step.  So a cache and its free twin alternate, and
     a buffer is only allocated when the cache outgrows them."""
     if torch.is_grad_enabled() and cached.requires_grad:  # append_rows' torch.cat fallback
@@ -95,8 +99,7 @@ def reorder_rows(cached: Tensor, order: Tensor, free: Optional[Tensor] = None) -
     else:
         buffer = cached.new_empty(shape)
     out = torch.index_select(cached, 1, order, out=buffer[:S])
-    released = cached.as_strided((cached.untyped_storage().nbytes() // cached.element_size(),), (1,), 0)
-    return out, released
+    return out, flat_storage(cached)
 
 
 class MixerBase(FairseqIncrementalState, nn.Module):
