@@ -11,9 +11,10 @@ Equivalence checks run in float64 so tolerances can be tight."""
 import pytest
 import torch
 
-from mixer_cases import D, all_cases, make_mixer, run
+from mixer_cases import D, Case, all_cases, make_mixer, run
 from mixer_refs import NAIVE
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
+from mixer_plugin.mixers.ngram import window_gemm
 
 CASES = all_cases()
 DECODER_CASES = [c for c in CASES if c.role is not Role.ENCODER_SELF]
@@ -373,6 +374,35 @@ def test_autocast_forward_backward(case, device, dtype):
 
 
 # ----------------------------------------------------------- mixer-specific
+NGRAM_GEMM_CASES = [c for c in CASES if c.spec.split(":")[0] == "ngram" and "kernel=" not in c.spec]
+
+
+@pytest.mark.parametrize("case", NGRAM_GEMM_CASES, ids=ids(NGRAM_GEMM_CASES))
+def test_ngram_gemm_gradients_equal_conv(case):
+    """The per-slot GEMM kernel writes its own backward: every gradient (input,
+    W_x, W^(k), bias, global, W) must equal autograd's through conv1d, with padding."""
+    gemm = make_mixer(case, seed=3)
+    conv = make_mixer(Case(f"{case.spec}:kernel=conv", case.role), seed=3)
+    x, enc = inputs(T=9, B=3, S=7)
+    pad = fairseq_padding("left", 7 if case.role is Role.DECODER_CROSS else 9)
+    kw = dict(enc_padding_mask=pad) if case.role is Role.DECODER_CROSS else dict(key_padding_mask=pad)
+    grads = []
+    for m in (gemm, conv):
+        xg = x.clone().requires_grad_()
+        out = run(m, case, xg, enc, **kw)
+        out.pow(2).sum().backward()
+        grads.append([out, xg.grad] + [p.grad for p in m.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, **TOL)
+
+
+def test_window_gemm_gradcheck():
+    g = torch.Generator().manual_seed(0)
+    ext = torch.randn(6, 2, 3 * 2, generator=g, dtype=torch.float64, requires_grad=True)  # T+W-1=6, K=3, d=2
+    weight = torch.randn(3, 4, 2, 5, generator=g, dtype=torch.float64, requires_grad=True)  # W=4, d_out=5
+    assert torch.autograd.gradcheck(lambda e, w: window_gemm(e, w, 3), (ext, weight))
+
+
 def test_ngram_global_max_keeps_overflow():
     """eq. (7)'s max must not turn an overflow into a finite number: an inf in one
     real token reaches every position through the global term, even positions whose

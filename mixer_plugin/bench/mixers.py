@@ -70,7 +70,9 @@ from ..paths import CHECKOUT
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
 DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)
 # registered variants benchmarked besides each mixer's defaults
-EXTRA_VARIANTS = {"ngram": ["ngram:global=1", "ngram:proj=slice:out=none"], "hard": ["hard:train=soft"],
+# (the kernel=conv rows are eq. 5's grouped-conv formulation, timed beside the default per-slot GEMMs)
+EXTRA_VARIANTS = {"ngram": ["ngram:global=1", "ngram:proj=slice:out=none", "ngram:kernel=conv",
+                            "ngram:proj=slice:out=none:kernel=conv"], "hard": ["hard:train=soft"],
                   "multiscale": ["multiscale:scales=nx8"]}
 MATH = "attn[math]"
 

@@ -52,5 +52,7 @@ READINGS = {
         ("ngram:head_dim=3:heads=2", None),
         ("ngram:proj=slice:out=none", None),  # the paper-size reading: a grouped conv + ReLU
         ("ngram:proj=slice:out=none:global=1:n=2", {Role.ENCODER_SELF}),
+        ("ngram:kernel=conv", None),  # eq. (5) as a grouped conv1d instead of per-slot GEMMs
+        ("ngram:proj=slice:out=none:kernel=conv", None),
     ]
 }
