@@ -3,6 +3,7 @@ nothing, and each records its command, machine, load and date beside its tables.
 
     mixer-bench mixers       one layer of every mixer against stock attention, over length
     mixer-bench layer-ops    one layer's training step op by op (torch.profiler)
+    mixer-bench ngram-forms  multiNN's eq. (5) in five formulations (which one the mixer uses)
     mixer-bench heads        the interacting-head paper's mixers over the number of heads
     mixer-bench multiscale   multi-scale attention's banded kernels against dense attention
     mixer-bench hard-ops     one decoding step of hard retrieval, op by op (the paper's Table 2)
@@ -18,8 +19,9 @@ import importlib
 import os
 import sys
 
-BENCHMARKS = {"mixers": "mixers", "layer-ops": "layer_ops", "heads": "heads", "multiscale": "multiscale",
-              "hard-ops": "hard_ops", "decode": "decode", "decode-ops": "decode_ops", "train": "train"}
+BENCHMARKS = {"mixers": "mixers", "layer-ops": "layer_ops", "ngram-forms": "ngram_forms", "heads": "heads",
+              "multiscale": "multiscale", "hard-ops": "hard_ops", "decode": "decode", "decode-ops": "decode_ops",
+              "train": "train"}
 
 
 def main(argv=None):

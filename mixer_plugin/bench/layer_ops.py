@@ -2,7 +2,7 @@
 ``torch.profiler``, op by op, beside stock attention.  The profile behind a gap between a
 mixer's measured speed and its FLOP ceiling (``mixer-bench mixers``).
 
-    mixer-bench layer-ops                                       # ngram readings at L=2048
+    mixer-bench layer-ops          # ngram readings (both kernels) and local at L=2048
     mixer-bench layer-ops --mixers local --lengths 1024 --md /tmp/local.md
 
 Same modules, sizes and step as ``mixer-bench mixers`` (d=512, 8 heads, n=5, 4,096 tokens
@@ -41,7 +41,8 @@ def profile_module(m, x, g, repeats, top):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="mixer-bench layer-ops", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mixers", default="ngram,ngram:proj=slice:out=none",
+    ap.add_argument("--mixers", default="ngram,ngram:kernel=conv,ngram:proj=slice:out=none,"
+                    "ngram:proj=slice:out=none:kernel=conv,local",
                     help="labels of mixer-bench mixers (attn is always run first)")
     ap.add_argument("--lengths", default="2048")
     ap.add_argument("--tokens", type=int, default=4096)
