@@ -32,8 +32,10 @@ def experiment(tmp_path, corpus, **changes):
         "jobs": 2, "threads": 1, "results": str(tmp_path / "results" / "tiny.md"),
         "models": {
             "attn": {"arch": "mixer_small_attn", "seeds": [1, 2], "paper": "T1 self-attention 27.20"},
-            "ngram": {"arch": "mixer_small_attn", "train": "--encoder-mixers ngram --decoder-mixers ngram"},
-            "attn_decoded_hard": {"decode_of": "attn", "overrides": {"decoder_cross_mixers": "hard"}},
+            "ngram": {"arch": "mixer_small_attn", "train": "--encoder-mixers ngram --decoder-mixers ngram",
+                      "claims": "~ attn"},
+            "attn_decoded_hard": {"decode_of": "attn", "overrides": {"decoder_cross_mixers": "hard"},
+                                  "claims": ["< attn", "> ngram"]},
         },
     }
     spec.update(changes)
@@ -98,6 +100,10 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert "| 2 |" in rows["`attn`"] and " ± " in rows["`attn`"]  # two seeds: mean +- std
     assert "baseline" in rows["`attn`"] and re.search(r"BLEU \d\.\d{3}", rows["`ngram`"])  # bootstrap p
     assert "T1 self-attention 27.20" in rows["`attn`"]
+    # each claim judged: vs the baseline (its bootstrap) and vs another row (a bootstrap of its own)
+    verdict = r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d, p \d\.\d{3}\)"
+    assert re.search(rf"≈ attn: {verdict} \|$", rows["`ngram`"]), rows["`ngram`"]
+    assert re.search(rf"< attn: {verdict}; > ngram: {verdict} \|$", rows["`attn_decoded_hard`"])
     assert "| a (12) | b (8) |" in md  # per-source BLEU
     # every stage's stock command, copyable
     assert re.search(r"- train: `python -m fairseq_cli.train \S+ --user-dir mixer_plugin --task translation", md)
@@ -105,6 +111,8 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert "--model-overrides" in md and "mixer_plugin.scoring" in md and "mixer_plugin.data.postprocess" in md
     kept = tmp / "results" / "tiny" / "runs" / "attn" / "seed2"
     assert {"train.log", "hyp.txt", "score.json", "stages.json"} <= {p.name for p in kept.iterdir()}
+    kept = tmp / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed1"
+    assert {"bootstrap.json", "bootstrap-vs-ngram.json"} <= {p.name for p in kept.iterdir()}
     assert not list((tmp / "results").rglob("*.pt")), "never checkpoints"
     assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
 
@@ -159,7 +167,28 @@ BAD = {
     "bad metric": ({"score": {"metrics": ["blue"]}}, "score.metrics: unknown metric 'blue'"),
     "bad baseline": ({"score": {"baseline": "nobody"}}, "score.baseline: 'nobody' is not a model"),
     "bad seeds": ({"seeds": "one"}, "seeds: seeds must be"),
+    "bad claim": ({"models": {"a": {"arch": "mixer_small_attn", "claims": "better than b"}}},
+                  "models.a.claims: 'better than b' is not '<relation> <model>'"),
+    "claim on nobody": ({"models": {"a": {"arch": "mixer_small_attn", "claims": ["> b"]}}},
+                        "models.a.claims: 'b' is not another model of this file"),
 }
+
+
+VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
+    (">", 1.5, 0.01, None, "confirmed"), (">", -1.5, 0.01, None, "refuted"), (">", 1.5, 0.2, None, "inconclusive"),
+    ("<", -0.8, 0.001, None, "confirmed"), ("<", 0.8, 0.001, None, "refuted"),
+    (">", 0.4, 0.01, 0.6, "inconclusive"),  # significant on one seed, but within the seeds' spread
+    (">", 0.9, 0.01, 0.6, "confirmed"),
+    ("~", 0.3, 0.4, None, "confirmed"), ("~", -1.2, 0.01, None, "refuted"),
+    ("~", 1.6, 0.08, None, "inconclusive"),  # not significant, but too far apart to call equal
+]
+
+
+@pytest.mark.parametrize("relation,delta,p,spread,expected", VERDICTS)
+def test_claim_verdicts(relation, delta, p, spread, expected):
+    from mixer_plugin.experiments.results import verdict
+
+    assert verdict(relation, delta, p, spread) == expected
 
 
 @pytest.mark.parametrize("case", list(BAD))

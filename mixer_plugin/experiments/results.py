@@ -3,8 +3,9 @@
 For each model: parameters, updates, the last validation, the test scores over its
 seeds (mean +- sample std), each source's BLEU where the data has sources, the
 paired bootstrap p-value against the baseline model (first seed against first seed),
-training words/s and decoding sentences/s from the logs of the same run, and the
-paper's figure for that row.  Plots: learning curves (valid loss over updates) and
+training words/s and decoding sentences/s from the logs of the same run, the
+paper's figure for that row, and each of the paper's claims for it marked confirmed,
+refuted or inconclusive (``verdict``).  Plots: learning curves (valid loss over updates) and
 score against speed.  Then every command that made the numbers.
 
 The results go to ``results: <file>.md`` of the experiment (plots and each run's small
@@ -140,28 +141,94 @@ def fmt_score(r: ModelResult, key: str) -> str:
 
 
 def bootstrap(exp: Experiment, results: List[ModelResult]):
-    """p-values of each model's first seed against the baseline's (mixer-score's test)."""
-    from .. import scoring
-
+    """p-values of each model's first seed against the baseline's (mixer-score's test),
+    and against the other row of each of its claims."""
     by_name = {r.model.name: r for r in results}
     for r in results:
-        base_name = r.model.score.baseline
-        base = by_name.get(base_name)
+        base = by_name.get(r.model.score.baseline)
         if exp.kind == "classification" or base is None or base is r or not r.runs or not base.runs:
             continue
-        root = data_root(r.model.data, r.model.prepare)
-        prep = prep_manifest(root)
-        subset = r.model.generate.subset
-        gen, base_gen = r.runs[0] / f"gen-{subset}", base.runs[0] / f"gen-{subset}"
-        argv = [str(gen / "hyp.txt"), str(root / prep["references"][subset]["detok"]), "--metrics",
-                ",".join(m for m in r.model.score.metrics if m in ("bleu", "chrf", "ter", "rouge", "rougeL")),
-                "--baseline", str(base_gen / "hyp.txt"), "--json", str(gen / "bootstrap.json")]
-        cached = gen / "bootstrap.json"
-        if not (cached.is_file() and cached.stat().st_mtime >= max((gen / "hyp.txt").stat().st_mtime,
-                                                                      (base_gen / "hyp.txt").stat().st_mtime)):
-            scoring.main(argv)
-        r.extra["bootstrap"] = json.loads(cached.read_text()).get("bootstrap", {})
-        r.extra["bootstrap_command"] = "mixer-score " + shell(argv)
+        r.extra["bootstrap"], r.extra["bootstrap_command"] = paired_bootstrap(r, base, "bootstrap.json")
+    for r in results:
+        for claim in r.model.claims:
+            other = by_name[claim.other]
+            if not r.runs or not other.runs:
+                continue
+            if other.model.name == r.model.score.baseline:
+                boot = r.extra["bootstrap"]
+            else:
+                boot, _ = paired_bootstrap(r, other, f"bootstrap-vs-{other.model.name}.json")
+            r.extra.setdefault("claims", {})[claim] = boot
+
+
+def paired_bootstrap(r: ModelResult, other: ModelResult, name: str):
+    """mixer-score's paired bootstrap of r's first run against other's, cached in r's
+    generation folder until either hypothesis file changes."""
+    from .. import scoring
+
+    root = data_root(r.model.data, r.model.prepare)
+    prep = prep_manifest(root)
+    subset = r.model.generate.subset
+    gen, other_gen = r.runs[0] / f"gen-{subset}", other.runs[0] / f"gen-{subset}"
+    argv = [str(gen / "hyp.txt"), str(root / prep["references"][subset]["detok"]), "--metrics",
+            ",".join(m for m in r.model.score.metrics if m in ("bleu", "chrf", "ter", "rouge", "rougeL")),
+            "--baseline", str(other_gen / "hyp.txt"), "--json", str(gen / name)]
+    cached = gen / name
+    if not (cached.is_file() and cached.stat().st_mtime >= max((gen / "hyp.txt").stat().st_mtime,
+                                                                  (other_gen / "hyp.txt").stat().st_mtime)):
+        scoring.main(argv)
+    return json.loads(cached.read_text()).get("bootstrap", {}), "mixer-score " + shell(argv)
+
+
+# ---------------------------------------------------------------- claims
+ALPHA = 0.05  # the paired bootstrap's significance level
+EQUAL_MARGIN = 1.0  # points of the claim's metric within which two rows count as equal
+
+
+def claim_metric(m) -> str:
+    """The metric a claim is judged on: ROUGE-L where the experiment scores ROUGE, else BLEU."""
+    return "rougeL" if {"rouge", "rougeL"} & set(m.score.metrics) else "bleu"
+
+
+def verdict(relation: str, delta: float, p: float, spread: Optional[float] = None) -> str:
+    """A paper's claim against this run.  ``delta``: this row minus the other (the mean over
+    seeds where both rows have several, else the first seeds'); ``p``: the paired bootstrap
+    of the first seeds; ``spread``: the larger of the two rows' seed standard deviations
+    (None with one seed).  A difference is significant when p < ALPHA and, where there are
+    seeds, the mean gap exceeds their spread (a gap one seed can produce is not evidence).
+
+    ``>`` / ``<``: confirmed if significant in the claimed direction, refuted if significant
+    the other way, else inconclusive.  ``~``: refuted if significant, confirmed if not and
+    the gap is within EQUAL_MARGIN, else inconclusive (too noisy to tell)."""
+    significant = p < ALPHA and (spread is None or abs(delta) > spread)
+    if relation == "~":
+        if significant:
+            return "refuted"
+        return "confirmed" if abs(delta) <= EQUAL_MARGIN else "inconclusive"
+    if not significant:
+        return "inconclusive"
+    return "confirmed" if (delta > 0) == (relation == ">") else "refuted"
+
+
+def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
+    """Each claim of a row: its verdict, the gap and the p-value, or what it waits for."""
+    key = claim_metric(r.model)
+    cells = []
+    for claim in r.model.claims:
+        other = by_name[claim.other]
+        boot = r.extra.get("claims", {}).get(claim)
+        if boot is None or key not in boot:
+            cells.append(f"{claim}: waiting for runs")
+            continue
+        mine, theirs = seed_stats(r, key), seed_stats(other, key)
+        several = len(mine[2]) > 1 and len(theirs[2]) > 1
+        delta = (mine[0] - theirs[0]) if several else (mine[2][0] - theirs[2][0])
+        spread = max(mine[1], theirs[1]) if several else None
+        p = boot[key]["p_value"]
+        cells.append(f"{claim}: **{verdict(claim.relation, delta, p, spread)}** ({PRIMARY[key]} {delta:+.2f}"
+                     + (f" over {len(mine[2])} and {len(theirs[2])} seeds, spread {spread:.2f}" if several else "")
+                     + f", p {p:.3f})")
+    return "; ".join(cells)
 
 
 # ---------------------------------------------------------------- outputs
@@ -196,7 +263,7 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult], folder: Path):
             dest = folder / "runs" / r.model.name / run.name
             dest.mkdir(parents=True, exist_ok=True)
             gen = run / f"gen-{r.model.generate.subset}"
-            for src in (run / "train.log", gen / "hyp.txt", gen / "score.json", gen / "bootstrap.json",
+            for src in (run / "train.log", gen / "hyp.txt", gen / "score.json", *sorted(gen.glob("bootstrap*.json")),
                         gen / "validate.log", run / "commands.sh"):
                 if src.is_file():
                     shutil.copyfile(src, dest / src.name)
@@ -258,6 +325,10 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     if base and exp.kind != "classification":
         head.append(f"p vs {base}")
     head += ["train wps", "decode sent/s", "paper"]
+    with_claims = any(r.model.claims for r in results)
+    if with_claims:
+        head.append("the paper's claim: this run")
+    by_name = {r.model.name: r for r in results}
     md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         valid = [p for p in r.log["valid"] if "loss" in p]
@@ -271,12 +342,20 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                 if k in ("bleu", "rouge1", "rougeL")) or "–")
         wps, dec = r.wps(), [d for d in r.decode if d]
         cells += [f"{wps:,.0f}" if wps else "–", f"{statistics.mean(dec):.1f}" if dec else "–", r.model.paper or ""]
+        if with_claims:
+            cells.append(claim_cells(r, by_name) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = ["- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
              "(1000 samples), each model's first seed against the baseline's"] if base else []
+    if with_claims:
+        notes.append(f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
+                     f"bootstrap's p < {ALPHA} and, where both rows have several seeds, the mean gap exceeds the larger "
+                     "seed standard deviation; > and < are confirmed when significant in the claimed direction, "
+                     "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
+                     f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
     notes.append("- train wps: fairseq's words/s over the whole training; decode sent/s: fairseq-generate's own "

@@ -23,12 +23,16 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
         overrides: {decoder_mixers: hard, decoder_cross_mixers: hard}
 
 A model may also set ``data``, ``prepare``, ``generate``, ``score``, ``paper`` (the
-paper's figure for that row, shown beside ours) and ``note``.  Flags are a string
+paper's figure for that row, shown beside ours), ``note`` and ``claims``: the paper's
+orderings for that row, each ``"> other"``, ``"< other"`` or ``"~ other"`` (better than,
+worse than, about equal to another model of the file), which the results mark
+confirmed, refuted or inconclusive (``results.verdict``).  Flags are a string
 (split as a shell would) or a list.  ``kind: classification`` trains
 ``--task sentence_prediction`` models and scores test accuracy with fairseq-validate.
 Every unknown key is an error that names the file and the key.
 """
 
+import re
 import shlex
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -63,6 +67,18 @@ class Score:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A paper's ordering of one row against another: ``relation`` is ``>`` (better),
+    ``<`` (worse) or ``~`` (about equal), on the experiment's primary metric."""
+
+    relation: str
+    other: str
+
+    def __str__(self):
+        return f"{'≈' if self.relation == '~' else self.relation} {self.other}"
+
+
+@dataclass(frozen=True)
 class Model:
     name: str
     arch: Optional[str]
@@ -76,6 +92,7 @@ class Model:
     overrides: Dict = field(default_factory=dict)  # --model-overrides at decoding
     paper: str = ""
     note: str = ""
+    claims: List[Claim] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -144,7 +161,22 @@ def _seeds(value, where) -> List[int]:
 
 TOP = {"name", "title", "description", "kind", "data", "prepare", "task", "train", "generate", "score", "seeds",
        "models", "results", "jobs", "threads", "samples"}
-MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper", "note"}
+MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper", "note",
+         "claims"}
+_CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
+
+
+def _claims(value, where) -> List[Claim]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(c, str) for c in items):
+        raise ExperimentError(f"{where}: claims must be a string or a list of strings such as '> transformer'")
+    out = []
+    for c in items:
+        m = _CLAIM.match(c)
+        if not m:
+            raise ExperimentError(f"{where}: {c!r} is not '<relation> <model>' (relation: >, < or ~)")
+        out.append(Claim("~" if m.group(1) == "≈" else m.group(1), m.group(2)))
+    return out
 
 
 def load(path) -> Experiment:
@@ -190,6 +222,7 @@ def load(path) -> Experiment:
             score=_sub(Score, m.get("score"), score, where(w + ".score")),
             decode_of=m.get("decode_of"), overrides=m.get("overrides", {}),
             paper=str(m.get("paper", "")), note=str(m.get("note", "")),
+            claims=_claims(m.get("claims", []), where(w + ".claims")),
         )
     for name, m in models.items():
         if m.decode_of is not None:
@@ -200,6 +233,13 @@ def load(path) -> Experiment:
             if not set(m.seeds) <= set(src.seeds):
                 raise ExperimentError(where(f"models.{name}.seeds") + f": {m.decode_of} has no seed "
                                       f"{sorted(set(m.seeds) - set(src.seeds))[0]}")
+        for c in m.claims:
+            if c.other not in models or c.other == name:
+                raise ExperimentError(where(f"models.{name}.claims") + f": {c.other!r} is not another model of "
+                                      "this file")
+            if kind == "classification":
+                raise ExperimentError(where(f"models.{name}.claims") + ": claims are judged by paired bootstrap, "
+                                      "which classification experiments do not run")
         if m.score.baseline is not None and m.score.baseline not in models:
             raise ExperimentError(where("score.baseline") + f": {m.score.baseline!r} is not a model of this file")
     for key in ("jobs", "threads", "samples"):
