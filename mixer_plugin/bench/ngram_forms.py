@@ -22,18 +22,11 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ..mixers.ngram import window_gemm
+from ..mixers.ngram import window_conv, window_gemm
 from ..paths import CHECKOUT
 from .mixers import command_line, run_meta, write_outputs
 
 # Each takes ext (T+W-1, B, K*d) and weight (K, W, d, d_out) -> (T, B, K*d_out).
-
-
-def grouped_conv(ext, weight, T):
-    """``conv1d`` with one group per head (``kernel=conv``): (B, C, T) layout both ways."""
-    K, W, d, d_out = weight.shape
-    w = weight.permute(0, 3, 2, 1).reshape(K * d_out, d, W)  # conv weight[k*d_out + o, i, w]
-    return F.conv1d(ext.permute(1, 2, 0), w, groups=K).permute(2, 0, 1)  # (T, B, K*d_out)
 
 
 def unfold_bmm(ext, weight, T):
@@ -66,7 +59,7 @@ def slot_bmm_autograd(ext, weight, T):
 
 
 FORMS = {
-    "grouped conv1d (kernel=conv)": grouped_conv,
+    "grouped conv1d (kernel=conv)": window_conv,
     "unfold, one bmm": unfold_bmm,
     "project every row by all slots, sum shifted slices": project_then_shift,
     "one bmm per slot, autograd's backward": slot_bmm_autograd,

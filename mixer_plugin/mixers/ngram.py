@@ -153,12 +153,9 @@ class NgramMixer(WindowMixer):
             xk = xk.masked_fill(pad, 0.0)
         ext = self.with_context({"x": xk}, incremental_state)["x"]  # (T+W-1, B, K*d)
         # eq. (5) for all t and k at once; the (T, W*d) windows are never built
-        if self.kernel == "gemm":
-            W = self.ngram_weight.view(K, self.window, d, self.d_out)  # row w*d + i: slot w, feature i
-            h = window_gemm(ext, W, T).view(T * B, K, self.d_out)
-        else:
-            h = F.conv1d(ext.permute(1, 2, 0), self.conv_weight(), groups=K)  # (B, K*d_out, T)
-            h = h.permute(2, 0, 1).reshape(T * B, K, self.d_out)  # (T*B, K, d_out)
+        W = self.ngram_weight.view(K, self.window, d, self.d_out)  # row w*d + i: slot w, feature i
+        window_sums = window_gemm if self.kernel == "gemm" else window_conv
+        h = window_sums(ext, W, T).reshape(T * B, K, self.d_out)  # (T*B, K, d_out)
         h = h + self.ngram_bias
         if self.global_weight is not None:
             g = self.global_max(xk, key_padding_mask).view(B, K, d)  # eq. (7)
@@ -166,13 +163,6 @@ class NgramMixer(WindowMixer):
             h = h.view(T, B, K, self.d_out) + hg  # eq. (8), broadcast over t
         h = torch.relu(h).reshape(T, B, K * self.d_out)  # concat heads
         return (h if self.out_proj is None else self.out_proj(h)), None  # eq. (4)
-
-    def conv_weight(self) -> Tensor:
-        """W^(k) as conv1d weight: row ``w*d + i`` of W^(k) (slot w, feature i, as
-        concatenated in eq. 5) -> weight[k*d_out + o, i, w]."""
-        K, W, d = self.num_heads, self.window, self.d_in
-        w = self.ngram_weight.view(K, W, d, self.d_out)  # (K, W, d, d_out)
-        return w.permute(0, 3, 2, 1).reshape(K * self.d_out, d, W)
 
     @staticmethod
     def global_max(xk: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
@@ -201,6 +191,15 @@ def window_gemm(ext: Tensor, weight: Tensor, T: int) -> Tensor:
         with torch.autocast(device, enabled=False):
             return _WindowGemm.apply(ext.to(dtype).contiguous(), weight.to(dtype), T)
     return _WindowGemm.apply(ext.contiguous(), weight, T)
+
+
+def window_conv(ext: Tensor, weight: Tensor, T: int) -> Tensor:
+    """The same sums as :func:`window_gemm`, as ``conv1d`` with one group per head and
+    the W slots as taps (``kernel=conv``), in its ``(B, C, T)`` layout both ways."""
+    K, W, d, d_out = weight.shape
+    taps = weight.permute(0, 3, 2, 1).reshape(K * d_out, d, W)  # taps[k*d_out + o, i, w] = W^(k)[w*d + i, o]
+    h = F.conv1d(ext.permute(1, 2, 0), taps, groups=K)  # (B, K*d_out, T)
+    return h.permute(2, 0, 1).reshape(T, ext.shape[1], K * d_out)
 
 
 class _WindowGemm(torch.autograd.Function):
