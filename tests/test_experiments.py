@@ -191,6 +191,24 @@ def test_claim_verdicts(relation, delta, p, spread, expected):
     assert verdict(relation, delta, p, spread) == expected
 
 
+def test_train_speed_is_the_median_over_every_seed(tmp_path):
+    """The table's words/s comes from fairseq's train_inner lines: an interval holding a
+    validation or a resume reads low, and one seed may have shared a busy machine, so the
+    column is the median over every seed's intervals, not the mean of the first seed's."""
+    from mixer_plugin.experiments.results import ModelResult, parse_train_log
+
+    seeds = {1: [120, 900, 950, 1000, 980], 2: [210, 1750, 1760, 1800, 1790], 3: [200, 1770, 1780, 1740, 1810]}
+    logs = []
+    for seed, figures in seeds.items():
+        lines = [f"2026-11-23 10:{i:02d}:00 | INFO | train_inner | epoch 001:     {50 * i} / 900 loss=4.2, "
+                 f"wps={w}, ups=0.9, wpb=1850, num_updates={50 * (i + 1)}, train_wall=55" for i, w in enumerate(figures)]
+        (tmp_path / f"seed{seed}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        logs.append(parse_train_log(tmp_path / f"seed{seed}.log"))
+    result = ModelResult(model=None, runs=[tmp_path] * 3, logs=logs, scores=[], decode=[])
+    assert result.wps() == 1740  # the median of all fifteen intervals (seed 1 alone averages 790)
+    assert ModelResult(model=None, runs=[], logs=[], scores=[], decode=[]).wps() is None
+
+
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_experiment_files_are_one_line_errors(case, tmp_path, corpus):
     changes, message = BAD[case]

@@ -86,8 +86,13 @@ class ModelResult:
         return self.logs[0] if self.logs else {"params": None, "train": [], "valid": [], "last_update": 0}
 
     def wps(self) -> Optional[float]:
-        pts = [p["wps"] for p in self.log["train"] if "wps" in p]
-        return statistics.mean(pts) if pts else None
+        """Training words/s: the median of fairseq's per-interval figures over every seed's log.
+        The median, because an interval that holds a validation, a checkpoint save or a resume
+        reads several times lower than the rest, and a mean of one seed's intervals let such
+        outliers and a busy hour decide the column (the leaderboard's transformer read 1,009
+        words/s on seed 1, which shared the machine with the test suite, and 1,767 on seed 2)."""
+        pts = [p["wps"] for log in self.logs for p in log["train"] if "wps" in p]
+        return statistics.median(pts) if pts else None
 
 
 def collect(exp: Experiment) -> List[ModelResult]:
@@ -358,8 +363,9 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
-    notes.append("- train wps: fairseq's words/s over the whole training; decode sent/s: fairseq-generate's own "
-                 "timing; both measured in this run, so only ratios within the table compare")
+    notes.append("- train wps: the median of fairseq's words/s per log interval over every seed's training (a "
+                 "validation or a resume makes an interval read low); decode sent/s: fairseq-generate's own timing, "
+                 "the mean over seeds; both measured in these runs, so only ratios within the table compare")
     md += notes + [""]
     if plots:
         md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]
