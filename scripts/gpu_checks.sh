@@ -1,53 +1,140 @@
 #!/usr/bin/env bash
-# Every check that needs a GPU, in one command (about 15-20 minutes on one H100/H200),
-# for a session that is lent one:
+# Every check that needs a GPU, for a session that is lent one:
 #
-#   bash scripts/gpu_checks.sh [OUT_DIR]          # OUT_DIR [$OUT, else results/gpu]
+#   bash scripts/gpu_checks.sh [PART ...]       PART: tests smoke bench decode (default: all four)
 #
-#   1. the CUDA test cases: torch.autocast fp16 and bf16 forward + backward for every
-#      mixer in every role (the battery), which skip on a machine without a GPU;
-#   2. a short fairseq-train --fp16 and --bf16, then fairseq-generate, for each mixer
-#      family (experiments/gpu_smoke.yaml through the runner, PRECISION=fp16|bf16);
-#   3. the layer benchmarks on the GPU (bf16 and fp32) -> bench_*_cuda*.md.
+#   tests   the CUDA test cases: torch.autocast fp16 and bf16 forward + backward for every
+#           mixer in every role (the battery; they skip on a machine without a GPU)
+#   smoke   a short fairseq-train --fp16 and --bf16, then fairseq-generate, for each mixer
+#           family (experiments/gpu_smoke.yaml through the runner, PRECISION=fp16|bf16)
+#   bench   the layer benchmarks on the GPU: mixers in fp32 and bf16, head counts and
+#           multi-scale kernels in fp32
+#   decode  fairseq-generate over output length on the GPU, fp32 and bf16, with the
+#           hard-retrieval ceiling (mixer-bench decode)
 #
-# The stack there: the device image's python3 has torch with CUDA but no fairseq and no
-# network.  Build wheels for its Python beforehand and put them in .whl/ (git-ignored;
-# pass it in the device tool's `carry`): fairseq-fixed and this plugin's pure-Python
-# dependencies (sacrebleu, sacremoses, subword-nmt, rouge-score, jiwer, sentencepiece,
-# omegaconf, hydra-core, bitarray, pyyaml, matplotlib).  Everything it prints goes to
-# OUT_DIR/gpu_checks.log as well; commit OUT_DIR's tables with the device named.
+# The device tool runs one command for at most 10 minutes and hands an idle machine back
+# after 30 seconds, so the parts go in two calls, the second straight after the first while
+# the machine is warm:
+#
+#   run(command="bash scripts/gpu_checks.sh tests smoke", carry=[".whl"], timeout_s=600)
+#   run(command="bash scripts/gpu_checks.sh bench decode", carry=[".whl"], timeout_s=600)
+#
+# Each call returns its log and one archive of its tables (gpu_tables_<parts>.tgz: the
+# tool brings back at most 8 files a call); unpack it into results/ and commit the tables
+# with the device named.  Without $OUT (a GPU machine of your own) the tables go straight to
+# results/gpu/.  Every part
+# works on a cold machine too (it installs the stack and prepares the data it needs), and the
+# whole command keeps inside GPU_CHECKS_BUDGET seconds (default 570): each step runs under
+# `timeout` with what is left, and a step with too little left is skipped and said, so the
+# tables made so far always come back.
+#
+# The stack there: the device image's python3 (3.12) has torch with CUDA, numpy, cython,
+# sacrebleu, sentencepiece, matplotlib and pyyaml, but no fairseq and no network.  .whl/
+# (git-ignored) holds the rest for cp312, fetched beforehand where pip works (the command is
+# in docs/benchmarks.md, "The GPU run"): the fairseq-fixed 0.12.3.1 sdist, built there against
+# the image's torch into the git-ignored .gpu_site/ (once per machine), and hydra-core,
+# omegaconf, antlr4-python3-runtime, bitarray, sacremoses, subword-nmt, mock, rouge-score,
+# nltk, jiwer and rapidfuzz.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUT_DIR=${1:-${OUT:-results/gpu}}
-mkdir -p "$OUT_DIR"
-exec > >(tee "$OUT_DIR/gpu_checks.log") 2>&1
-PY=${PYTHON:-python3}
-say() { echo "[gpu_checks $(date -u +%H:%M:%S)] $*"; }
-
-say "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
-if ! "$PY" -c "import fairseq" 2>/dev/null; then
-  [[ -d .whl ]] || { say "fairseq is not installed and there is no .whl/ to install it from"; exit 2; }
-  "$PY" -m pip install -q --no-index --find-links .whl fairseq-fixed sacrebleu sacremoses subword-nmt rouge-score \
-    jiwer pyyaml matplotlib || { say "installing from .whl/ failed"; exit 2; }
-fi
-"$PY" -m pip install -q --no-deps --no-build-isolation -e . || { say "installing the plugin failed"; exit 2; }
-"$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA'; print('torch', torch.__version__, torch.cuda.get_device_name())"
-
-say "1. CUDA autocast battery"
-"$PY" -m pytest -q -p no:cacheprovider tests/test_mixers.py -k "autocast and cuda" 2>&1 | tail -n 15
-STATUS=${PIPESTATUS[0]}
-
-say "2. fairseq-train / fairseq-generate in fp16 and bf16, every mixer family"
-for precision in fp16 bf16; do
-  PRECISION=$precision MIXER_WORK=/tmp/gpu_smoke_$precision "$PY" -m mixer_plugin.experiments.runner \
-    experiments/gpu_smoke.yaml --jobs 1 || STATUS=1
-  cp /tmp/gpu_smoke_$precision/gpu_smoke/results.md "$OUT_DIR/gpu_smoke_$precision.md" 2>/dev/null
+PARTS=("$@")
+[[ ${#PARTS[@]} -gt 0 ]] || PARTS=(tests smoke bench decode)
+for part in "${PARTS[@]}"; do
+  case $part in tests|smoke|bench|decode) ;; *) echo "gpu_checks: unknown part '$part' (tests, smoke, bench, decode)"; exit 2;; esac
 done
+TAG=$(IFS=_; echo "${PARTS[*]}")
+WORKDIR=work/gpu  # git-ignored; kept between calls while the machine is warm
+if [[ -n ${OUT:-} ]]; then
+  OUT_DIR=$WORKDIR/tables_$TAG  # archived into $OUT at exit, whatever happened
+  rm -rf "$OUT_DIR"; mkdir -p "$OUT_DIR"
+  trap 'tar -czf "$OUT/gpu_tables_$TAG.tgz" -C "$OUT_DIR" .' EXIT
+  LOG=$OUT/gpu_checks_$TAG.log
+else
+  OUT_DIR=results/gpu; mkdir -p "$OUT_DIR"
+  LOG=$OUT_DIR/gpu_checks_$TAG.log
+fi
+exec > >(tee "$LOG") 2>&1
+PY=${PYTHON:-python3}
+BUDGET=${GPU_CHECKS_BUDGET:-570}
+STATUS=0
+say() { echo "[gpu_checks $(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
 
-say "3. layer benchmarks on the GPU"
-"$PY" -m mixer_plugin.bench mixers --device cuda --md "$OUT_DIR/bench_mixers_cuda.md" --json "$OUT_DIR/bench_mixers_cuda.json"
-"$PY" -m mixer_plugin.bench heads --device cuda --md "$OUT_DIR/bench_heads_cuda.md" --json "$OUT_DIR/bench_heads_cuda.json"
-"$PY" -m mixer_plugin.bench multiscale --device cuda --md "$OUT_DIR/bench_multiscale_cuda.md" \
-  --json "$OUT_DIR/bench_multiscale_cuda.json"
+# step SECONDS CMD...: CMD under timeout, given at most SECONDS and what the budget has left
+step() {
+  local want=$1 left=$((BUDGET - SECONDS - 10)); shift
+  if ((left < 30)); then say "skipped, the budget is spent: $*"; STATUS=1; return 1; fi
+  timeout $((want < left ? want : left)) "$@"
+  local rc=$?
+  ((rc == 124)) && say "timed out: $*"
+  ((rc == 0)) || STATUS=1
+  return $rc
+}
+
+# ---- the stack, once per machine
+SITE=$PWD/.gpu_site
+export PYTHONPATH=$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}
+say "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
+if ! "$PY" -c "import fairseq, sacremoses, rouge_score, jiwer" 2>/dev/null; then
+  [[ -d .whl ]] || { say "fairseq is not installed and there is no .whl/ to install it from (carry .whl)"; exit 2; }
+  say "installing .whl/ into .gpu_site/ (fairseq built from its sdist)"
+  # no CUDA_HOME: fairseq's optional CUDA extensions (NAT edit distance, n-gram blocking)
+  # are not used here and would double the build
+  step 300 env -u CUDA_HOME MAX_JOBS=16 "$PY" -m pip install -q --no-index --no-deps --no-build-isolation \
+    --no-cache-dir --target "$SITE" .whl/* || { say "installing from .whl/ failed"; exit 2; }
+fi
+"$PY" - <<'PY' || { say "the stack does not import"; exit 2; }
+import torch, fairseq, mixer_plugin
+assert torch.cuda.is_available(), "no CUDA"
+print("torch", torch.__version__, "fairseq", fairseq.__version__, torch.cuda.get_device_name())
+PY
+say "stack ready"
+
+DATA=$WORKDIR/data/debian_en_de
+data() {  # the bundled Debian EN-DE corpus, prepared as the runner prepares it (smoke's runner does it itself)
+  [[ -f $DATA/bin/dict.en.txt ]] || step 240 "$PY" data-prep/debian_en_de.py --root "$DATA" >/dev/null
+}
+
+for part in "${PARTS[@]}"; do
+  case $part in
+  tests)
+    say "tests: CUDA autocast battery"
+    step 300 "$PY" -m pytest -q -p no:cacheprovider tests/test_mixers.py -k "autocast and cuda" \
+      > "$OUT_DIR/pytest_cuda.log" 2>&1
+    tail -n 15 "$OUT_DIR/pytest_cuda.log"
+    ;;
+  smoke)
+    say "smoke: fairseq-train / fairseq-generate in fp16 and bf16, every mixer family"
+    # one work folder: the bf16 runs see the fp16 runs' other command and start over in the
+    # same run folders, after the fp16 table has been copied out
+    for precision in fp16 bf16; do
+      step 200 env PRECISION=$precision MIXER_WORK=$WORKDIR "$PY" -m mixer_plugin.experiments.runner \
+        experiments/gpu_smoke.yaml --jobs 4 --threads 4
+      cp $WORKDIR/gpu_smoke/results.md "$OUT_DIR/gpu_smoke_$precision.md" 2>/dev/null || STATUS=1
+    done
+    ;;
+  bench)
+    say "bench: layer benchmarks on the GPU"
+    for dtype in float32 bfloat16; do
+      sfx=$([[ $dtype == float32 ]] && echo "" || echo "_bf16")
+      step 150 "$PY" -m mixer_plugin.bench mixers --device cuda --dtype $dtype \
+        --md "$OUT_DIR/bench_mixers_cuda$sfx.md" --json "$OUT_DIR/bench_mixers_cuda$sfx.json"
+    done
+    step 120 "$PY" -m mixer_plugin.bench heads --device cuda \
+      --md "$OUT_DIR/bench_heads_cuda.md" --json "$OUT_DIR/bench_heads_cuda.json"
+    step 120 "$PY" -m mixer_plugin.bench multiscale --device cuda \
+      --md "$OUT_DIR/bench_multiscale_cuda.md" --json "$OUT_DIR/bench_multiscale_cuda.json"
+    ;;
+  decode)
+    say "decode: fairseq-generate over output length on the GPU"
+    data
+    for precision in fp32 bf16; do
+      # 128 sentences a batch (a GPU's decoding is launch-bound at 32); the models' checkpoints
+      # are made once (fp32, one update) and reused by the second precision
+      step 200 "$PY" -m mixer_plugin.bench decode "$DATA/bin" --device cuda --precision $precision --rounds 2 \
+        --sentences 128 --checkpoints $WORKDIR/decode_checkpoints --md "$OUT_DIR/bench_decode_cuda_$precision.md" --json "$OUT_DIR/bench_decode_cuda_$precision.json"
+    done
+    ;;
+  esac
+done
 say "done (status $STATUS); tables in $OUT_DIR"
 exit "$STATUS"

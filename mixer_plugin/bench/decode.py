@@ -3,6 +3,7 @@ same size, through fairseq's own ``fairseq-generate``.
 
     mixer-bench decode DATA_BIN                      # -> results/bench_decode_<device>.{md,json,png}
     mixer-bench decode DATA_BIN --lengths 30,100 --beams 4 --sentences 16 --rounds 1 --md /tmp/d.md
+    mixer-bench decode DATA_BIN --device cuda --precision bf16   # -> results/bench_decode_cuda_bf16.*
 
 A benchmark, not a test.  Each model is the CPU size (``mixer_small_attn``: 2+2 layers,
 d=256, 4 heads) with its mixer in the decoder (self-attention, and cross-attention for
@@ -10,8 +11,9 @@ the mixers that take it), made by ``fairseq-train --max-update 1`` at a learning
 1e-9 on DATA_BIN: the weights do not matter, because every hypothesis is pinned to
 exactly L tokens (``--max-len-a 0 --max-len-b L --min-len L``), so every model does the
 same number of decoder steps.  The speed is fairseq-generate's own figure (its timer
-around the SequenceGenerator: loading and I/O are out), ms per step = that time / (L+1)
-for the one batch of ``--sentences`` sentences.  Models run round-robin, the order
+around the SequenceGenerator: loading and I/O are out); ms per step = sentences / (that
+figure) / (L+1) for the one batch of ``--sentences`` sentences (fairseq's sentences/s comes
+from the unrounded time; the seconds it prints beside it are rounded to 0.1 s).  Models run round-robin, the order
 rotated every round; the median over rounds is reported with the ratio to the
 transformer of the same run.
 
@@ -38,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..experiments.stages import command_env
+from ..experiments.stages import PRECISIONS, command_env
 from ..paths import CHECKOUT
 from .mixers import command_line, write_outputs
 
@@ -69,20 +71,29 @@ class Capture(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def make_checkpoint(data: str, flags, save: Path, langs) -> Path:
-    """A checkpoint of the model (one update at lr 1e-9: the work does not depend on it)."""
+def device_flags(device: str, precision: str = "fp32") -> list:
+    """fairseq's flags for where and in what precision: ``--cpu``, or on a GPU nothing
+    (fp32), ``--fp16`` or ``--bf16`` (which fairseq runs only on a GPU)."""
+    return ["--cpu"] if device == "cpu" else PRECISIONS[precision]
+
+
+def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") -> Path:
+    """A checkpoint of the model (one update at lr 1e-9: the work does not depend on it),
+    trained in fp32 whatever the decoding precision; one already in ``save`` is reused."""
+    if (save / "checkpoint_last.pt").is_file():
+        return save / "checkpoint_last.pt"
     argv = [sys.executable, "-m", "fairseq_cli.train", data, "--user-dir", str(CHECKOUT / "mixer_plugin"),
             "--task", "translation", "--source-lang", langs[0], "--target-lang", langs[1], "--arch",
             "mixer_small_attn", "--share-all-embeddings", *flags, "--optimizer", "adam", "--lr", "1e-9",
             "--max-tokens", "2048", "--max-update", "1", "--save-dir", str(save), "--no-epoch-checkpoints",
-            "--cpu", "--num-workers", "0", "--seed", "1"]  # fmt: skip
+            *device_flags(device), "--num-workers", "0", "--seed", "1"]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, env=command_env(1))
     if proc.returncode != 0 or not (save / "checkpoint_last.pt").is_file():
         raise SystemExit(f"mixer-bench decode: error: making the {save.name} checkpoint failed:\n{proc.stderr[-2000:]}")
     return save / "checkpoint_last.pt"
 
 
-def generate(data, checkpoint, L, beam, sentences, langs, profile=False) -> dict:
+def generate(data, checkpoint, L, beam, sentences, langs, profile=False, device="cpu", precision="fp32") -> dict:
     """One fairseq-generate of the first ``sentences`` test sentences, in this process."""
     from fairseq import options
     from fairseq_cli import generate as fairseq_generate
@@ -91,10 +102,16 @@ def generate(data, checkpoint, L, beam, sentences, langs, profile=False) -> dict
             langs[0], "--target-lang", langs[1], "--path", str(checkpoint), "--gen-subset", "test", "--beam",
             str(beam), "--nbest", "1", "--batch-size", str(sentences), "--required-batch-size-multiple", "1",
             "--max-len-a", "0", "--max-len-b", str(L), "--min-len", str(L), "--quiet", "--seed", "1",
-            "--num-workers", "0", "--skip-invalid-size-inputs-valid-test", "--cpu"]  # fmt: skip
+            "--num-workers", "0", "--skip-invalid-size-inputs-valid-test",
+            *device_flags(device, precision)]  # fmt: skip
     args = options.parse_args_and_arch(options.get_generation_parser(), argv)
-    capture, timer = Capture(), AttentionTimer() if profile else None
-    logging.getLogger("fairseq_cli.generate").addHandler(capture)
+    capture, timer = Capture(), AttentionTimer(device) if profile else None
+    # fairseq-generate's speed line is an INFO record: make sure it is made, whatever the
+    # root logger's level (fairseq's basicConfig does nothing where logging is set up already)
+    gen_log = logging.getLogger("fairseq_cli.generate")
+    level = gen_log.level
+    gen_log.setLevel(logging.INFO)
+    gen_log.addHandler(capture)
     try:
         if timer:
             timer.install()
@@ -102,14 +119,16 @@ def generate(data, checkpoint, L, beam, sentences, langs, profile=False) -> dict
             args.results_path = out
             first_sentences(fairseq_generate, args, sentences)
     finally:
-        logging.getLogger("fairseq_cli.generate").removeHandler(capture)
+        gen_log.removeHandler(capture)
+        gen_log.setLevel(level)
         if timer:
             timer.remove()
     m = next((SPEED.search(x) for x in capture.messages if SPEED.search(x)), None)
     if m is None:
         raise SystemExit(f"mixer-bench decode: error: fairseq-generate reported no speed for {checkpoint}")
-    out = {"sentences": int(m.group(1).replace(",", "")), "gen_s": float(m.group(3)),
-           "sent_per_s": float(m.group(4)), "ms_per_step": 1000 * float(m.group(3)) / (L + 1)}
+    n, sent_per_s = int(m.group(1).replace(",", "")), float(m.group(4))
+    gen_s = n / sent_per_s  # the unrounded time (fairseq prints it rounded to 0.1 s)
+    out = {"sentences": n, "gen_s": gen_s, "sent_per_s": sent_per_s, "ms_per_step": 1000 * gen_s / (L + 1)}
     if timer:
         out["attention_s"] = timer.total
         out["attention_share"] = timer.total / out["gen_s"]
@@ -146,10 +165,13 @@ def first_sentences(module, args, n: int):
 
 
 class AttentionTimer:
-    """Wall time inside the decoder's attention modules (self and cross), by hooks."""
+    """Wall time inside the decoder's attention modules (self and cross), by hooks; on a
+    GPU each hook waits for the device first, so the time is the modules' own (and the
+    profiled run is slower than the timed ones)."""
 
-    def __init__(self):
+    def __init__(self, device: str = "cpu"):
         self.total, self.handles, self.start = 0.0, [], {}
+        self.sync = device != "cpu"
 
     def install(self):
         from fairseq.models.transformer import TransformerDecoderBase
@@ -170,9 +192,17 @@ class AttentionTimer:
         TransformerDecoderBase.forward = forward
 
     def enter(self, module, args):
+        if self.sync:
+            import torch
+
+            torch.cuda.synchronize()
         self.start[id(module)] = time.perf_counter()
 
     def leave(self, module, args, out):
+        if self.sync:
+            import torch
+
+            torch.cuda.synchronize()
         self.total += time.perf_counter() - self.start.pop(id(module))
 
     def remove(self):
@@ -214,30 +244,42 @@ def main(argv=None):
     ap.add_argument("--sentences", type=int, default=32, help="sentences decoded per run (one batch)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--mixers", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
+                    help="fairseq-generate's precision (fp16 and bf16 on a GPU only)")
+    ap.add_argument("--checkpoints", help="a folder to keep the models' checkpoints in and reuse them from "
+                                          "(default: a temporary one)")
     args = ap.parse_args(argv)
     labels = checked_labels(args, ap.prog, transformer_first=True)
+    if args.device == "cpu" and args.precision != "fp32":
+        raise SystemExit(f"{ap.prog}: error: --precision {args.precision} needs --device cuda "
+                         "(fairseq's --fp16/--bf16 assert a GPU)")
     lengths = [int(x) for x in args.lengths.split(",")]
     beams = [int(x) for x in args.beams.split(",")]
     langs = (args.source_lang, args.target_lang)
     import torch
 
     t0, load_start = time.time(), " ".join(f"{v:.2f}" for v in os.getloadavg())
+    where = {"device": args.device, "precision": args.precision}
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"{ap.prog}: error: --device cuda but torch.cuda.is_available() is False")
     with tempfile.TemporaryDirectory() as tmp:
+        keep = Path(args.checkpoints) if args.checkpoints else Path(tmp)
         ckpts = {}
         for label in labels:
-            ckpts[label] = make_checkpoint(args.data, MODELS[label], Path(tmp) / label, langs)
-            generate(args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs)  # warm-up, untimed
+            ckpts[label] = make_checkpoint(args.data, MODELS[label], keep / label, langs, args.device)
+            generate(args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs, **where)  # warm-up
             print(f"checkpoint {label}: {ckpts[label]}", flush=True)
         runs = {(lab, L, b): [] for lab in labels for L in lengths for b in beams}
         profile = {}
         for L in lengths:
             for b in beams:
                 profile[(L, b)] = generate(args.data, ckpts["transformer"], L, b, args.sentences, langs,
-                                           profile=True)
+                                           profile=True, **where)
                 for r in range(args.rounds):
                     k = r % len(labels)
                     for label in labels[k:] + labels[:k]:  # rotate the order each round
-                        res = generate(args.data, ckpts[label], L, b, args.sentences, langs)
+                        res = generate(args.data, ckpts[label], L, b, args.sentences, langs, **where)
                         runs[(label, L, b)].append(res)
                         print(f"L={L:4d} beam {b} round {r + 1} {label:14s} {res['sent_per_s']:8.2f} sent/s "
                               f"{res['ms_per_step']:7.1f} ms/step", flush=True)
@@ -253,14 +295,17 @@ def main(argv=None):
                      "transformer_attention_share": share, "ceiling": 1 / (1 - share)})
     meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                 "%Y-%m-%d %H:%M UTC"),
-            "device": f"CPU ({os.cpu_count()} cores, {platform.machine()})", "torch": torch.__version__,
+            "device": (f"CPU ({os.cpu_count()} cores, {platform.machine()})" if args.device == "cpu"
+                       else f"{torch.cuda.get_device_name()}, {args.precision}"),
+            "precision": args.precision, "torch": torch.__version__,
             "threads": torch.get_num_threads(), "load_start": load_start,
             "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
             "sentences": args.sentences, "rounds": args.rounds}
     md = markdown(meta, rows, labels, lengths, beams, profile)
-    out_md = args.md or str(CHECKOUT / "results" / "bench_decode_cpu.md")
+    stem = "bench_decode_cpu" if args.device == "cpu" else f"bench_decode_cuda_{args.precision}"
+    out_md = args.md or str(CHECKOUT / "results" / f"{stem}.md")
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
-    plot(rows, labels, beams, Path(out_md).with_suffix(".png"))
+    plot(rows, labels, beams, Path(out_md).with_suffix(".png"), meta["device"])
     write_outputs(out_md, out_json, md, {"meta": meta, "rows": rows,
                                          "profile": {f"{L},{b}": v for (L, b), v in profile.items()}})
 
@@ -311,7 +356,7 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
     return "\n".join(out)
 
 
-def plot(rows, labels, beams, path: Path):
+def plot(rows, labels, beams, path: Path, device: str):
     from ..plotting import pyplot
 
     plt = pyplot()
@@ -327,7 +372,7 @@ def plot(rows, labels, beams, path: Path):
         ax.set_ylabel("sentences/s")
         ax.set_title(f"beam {b}")
     axes[0][0].legend(fontsize=7)
-    fig.suptitle("fairseq-generate speed against output length (CPU, mixer_small size)", fontsize=9)
+    fig.suptitle(f"fairseq-generate speed against output length ({device}, mixer_small size)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -82,7 +82,7 @@ def markdown(meta, rows):
     out.append(f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
                f"wall time {meta['wall_s']:.0f} s.  Other jobs shared this machine; the round-robin "
                "timing spreads their load over all modules of a group alike")
-    out.append(f"- one module, d={meta['dim']}, float32, train mode, dropout {meta['dropout']}; "
+    out.append(f"- one module, d={meta['dim']}, {meta['dtype']}, train mode, dropout {meta['dropout']}; "
                f"batch: constant tokens, B = {meta['tokens']} // L; H heads for every module")
     out.append(f"- time: {meta['warmup']} warmup step(s), then the median [minimum] of {meta['repeats']} timed "
                "forward+backward steps (mixer_plugin/bench/mixers.py bench_group)")
@@ -156,7 +156,7 @@ def main(argv=None):
     t0 = time.time()
     meta = {
         **bm.run_meta(device),
-        "dim": args.dim, "dropout": args.dropout, "tokens": args.tokens, "warmup": args.warmup,
+        "dim": args.dim, "dtype": args.dtype, "dropout": args.dropout, "tokens": args.tokens, "warmup": args.warmup,
         "repeats": args.repeats, "heads": heads, "lengths": lengths, "mixers": labels,
     }
     print(f"# {meta['command']}  threads {meta['threads']} load {meta['load_start']}", flush=True)

@@ -9,7 +9,7 @@ mixer against the stock fairseq ``MultiheadAttention`` (``attn``), over sequence
 This is a benchmark, not a test: it asserts nothing about speed.
 
 What is measured, per (role, L, mixer):
-  * one module, d=512, 8 heads, n=5 (the mixers' window), float32, train mode,
+  * one module, d=512, 8 heads, n=5 (the mixers' window), float32 (``--dtype``), train mode,
     dropout 0 (``--dropout``); input x of shape (L, B, 512) with requires_grad;
     one step = ``out, _ = m(query=x, key=x, value=x, key_padding_mask=None,
     need_weights=False, attn_mask=mask)`` then ``out.backward(g)`` with a fixed random
@@ -119,9 +119,13 @@ def build(spec: str, role: Role, args) -> nn.Module:
     return build_mixer(parse_item(flag, spec.format(n=args.n)), ctx)
 
 
-def future_mask(L: int, device) -> torch.Tensor:
-    # fairseq's buffered_future_mask: fill_with_neg_inf(zeros(L, L)).triu(1)
-    return torch.triu(torch.full((L, L), float("-inf"), device=device), 1)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPE_SUFFIX = {"bfloat16": "bf16", "float16": "fp16"}
+
+
+def future_mask(L: int, device, dtype=torch.float32) -> torch.Tensor:
+    # fairseq's buffered_future_mask: fill_with_neg_inf(zeros(L, L)).triu(1), in the model's dtype
+    return torch.triu(torch.full((L, L), float("-inf"), device=device, dtype=dtype), 1)
 
 
 # ----------------------------------------------------------------- measuring
@@ -207,10 +211,11 @@ def bench_group(role, L, labelled_specs, args, device):
             continue
         if label == MATH:
             mod = MathSDPA(mod)
-        mods[label] = mod.to(device).train()
-    x = torch.randn(L, B, args.dim, device=device, requires_grad=True)
-    g = torch.randn(L, B, args.dim, device=device)
-    mask = future_mask(L, device) if role.causal else None
+        # the whole module in one dtype, as fairseq's --fp16 / --bf16 cast the model
+        mods[label] = mod.to(device=device, dtype=DTYPES[args.dtype]).train()
+    x = torch.randn(L, B, args.dim, device=device, dtype=DTYPES[args.dtype], requires_grad=True)
+    g = torch.randn(L, B, args.dim, device=device, dtype=DTYPES[args.dtype])
+    mask = future_mask(L, device, DTYPES[args.dtype]) if role.causal else None
 
     labels = list(mods)
     for label in labels:
@@ -336,7 +341,7 @@ def markdown(meta, rows, labels):
                f"(interop {meta['interop_threads']}, os.cpu_count {meta['cpu_count']})")
     out.append(f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
                f"wall time {meta['wall_s']:.0f} s")
-    out.append(f"- one module, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, float32, train mode, "
+    out.append(f"- one module, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, {meta['dtype']}, train mode, "
                f"dropout {meta['dropout']}; batch: {meta['batch_rule']}")
     out.append(f"- time: {meta['warmup']} warmup step(s), then the median of {meta['repeats_rule']} "
                "timed forward+backward steps per module, modules of one (role, L) timed round-robin")
@@ -526,8 +531,10 @@ def add_group_args(ap: argparse.ArgumentParser, name: str, default_lengths: str)
     ap.add_argument("--repeats-large", type=int, default=5, help="timed steps at L >= --large-from")
     ap.add_argument("--large-from", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
-    ap.add_argument("--md", help=f"markdown output (default results/{name}_<device>.md)")
-    ap.add_argument("--json", help=f"json output (default results/{name}_<device>.json)")
+    ap.add_argument("--dtype", choices=list(DTYPES), default="float32",
+                    help="the modules, inputs and masks in this dtype (what --fp16 / --bf16 do to a model)")
+    ap.add_argument("--md", help=f"markdown output (default results/{name}_<device>[_<dtype>].md)")
+    ap.add_argument("--json", help=f"json output (default results/{name}_<device>[_<dtype>].json)")
 
 
 def setup_group_args(ap: argparse.ArgumentParser, args, name: str) -> torch.device:
@@ -537,8 +544,9 @@ def setup_group_args(ap: argparse.ArgumentParser, args, name: str) -> torch.devi
         ap.error("--device cuda but torch.cuda.is_available() is False")
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
     if not args.quick:
-        args.md = args.md or os.path.join(str(CHECKOUT), "results", f"{name}_{device.type}.md")
-        args.json = args.json or os.path.join(str(CHECKOUT), "results", f"{name}_{device.type}.json")
+        stem = f"{name}_{device.type}" + ("" if args.dtype == "float32" else f"_{DTYPE_SUFFIX[args.dtype]}")
+        args.md = args.md or os.path.join(str(CHECKOUT), "results", f"{stem}.md")
+        args.json = args.json or os.path.join(str(CHECKOUT), "results", f"{stem}.json")
     return device
 
 
@@ -572,7 +580,7 @@ def main(argv=None):
     meta = {
         **run_meta(device),
         **machine_peak(device),
-        "dim": args.dim, "heads": args.heads, "n": args.n, "dropout": args.dropout,
+        "dim": args.dim, "heads": args.heads, "n": args.n, "dropout": args.dropout, "dtype": args.dtype,
         "lengths": lengths,
         "batch_rule": (f"fixed B={args.batch}" if args.batch
                        else f"constant tokens, B = max(1, {args.tokens} // L)"),

@@ -9,7 +9,7 @@ materialised (``attn[math]``), over sequence length, all in one run.
 A benchmark, not a test: it asserts nothing.  The measuring code (round-robin timing,
 peak memory from the CPU allocator's events or CUDA's peak counter, the attn[math]
 wrapper) is ``mixer_plugin/bench/mixers.py``'s ``bench_group``; see its docstring for
-exactly what is measured.  Modules: d=512, 8 heads, float32, train mode, dropout 0,
+exactly what is measured.  Modules: d=512, 8 heads, float32 (``--dtype``), train mode, dropout 0,
 B = tokens // L sequences of length L.
 
 Multi-scale variants (8 heads, scales of the paper's Table 1, omega=width):
@@ -90,7 +90,7 @@ def markdown(meta, rows, labels):
            f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})",
            f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']} "
            f"(other jobs share this machine); wall time {meta['wall_s']:.0f} s",
-           f"- one module, d={meta['dim']}, {meta['heads']} heads, float32, train mode, dropout 0; "
+           f"- one module, d={meta['dim']}, {meta['heads']} heads, {meta['dtype']}, train mode, dropout 0; "
            f"batch: {meta['batch_rule']}; {meta['warmup']} warmup step(s), then the median of "
            f"{meta['repeats_rule']} timed forward+backward steps, modules of one (role, L) round-robin "
            "(`mixer_plugin/bench/mixers.py`'s `bench_group`)",
@@ -158,7 +158,7 @@ def main(argv=None):
     t0 = time.time()
     meta = {
         **bm.run_meta(device),
-        "dim": args.dim, "heads": args.heads, "lengths": lengths, "roles": [r.value for r in roles],
+        "dim": args.dim, "heads": args.heads, "dtype": args.dtype, "lengths": lengths, "roles": [r.value for r in roles],
         "batch_rule": f"fixed B={args.batch}" if args.batch else f"constant tokens, B = max(1, {args.tokens} // L)",
         "warmup": args.warmup, "repeats_rule": f"{args.repeats} (L < {args.large_from}) / {args.repeats_large}",
         "memory_method": ("torch.profiler allocator events over one extra step (all ATen CPU allocations "

@@ -1,0 +1,77 @@
+"""The layer benchmarks (mixer-bench mixers / heads / multiscale) run end to end in their
+smoke mode, in float32 and in the half-precision dtypes a GPU run times (scripts/gpu_checks.sh
+passes --dtype bfloat16): every module, input and mask in that dtype, the dtype named in the
+table. They assert nothing about speed; these tests only keep them runnable."""
+
+import json
+
+import pytest
+import torch
+
+from mixer_plugin.bench import heads, mixers, multiscale
+
+
+SMALL = {mixers: ["--lengths", "32", "--mixers", "ngram,local,hard"], heads: ["--lengths", "32"],
+         multiscale: ["--lengths", "64"]}
+
+
+# bf16 through the shared bench_group once: on a CPU without bf16 instructions it is slow
+# (heads and multiscale take about 50 s each in bf16 against 2 s in fp32)
+@pytest.mark.parametrize("bench,dtype", [(mixers, "float32"), (mixers, "bfloat16"), (heads, "float32"),
+                                         (multiscale, "float32")], ids=["mixers", "mixers-bf16", "heads", "multiscale"])
+def test_layer_benchmark_runs_in_each_dtype(bench, dtype, tmp_path, monkeypatch):
+    seen = set()
+    step = mixers.step
+
+    def recording_step(m, x, g, mask):  # what each timed module actually ran in
+        seen.update({x.dtype} | {p.dtype for p in m.parameters()} | ({mask.dtype} if mask is not None else set()))
+        return step(m, x, g, mask)
+
+    monkeypatch.setattr(mixers, "step", recording_step)
+    md, js = tmp_path / "b.md", tmp_path / "b.json"
+    bench.main(["--quick", *SMALL[bench], "--device", "cpu", "--threads", "1", "--dtype", dtype,
+                "--md", str(md), "--json", str(js)])
+    assert seen == {getattr(torch, dtype)}
+    assert f", {dtype}, train mode" in md.read_text()
+    payload = json.loads(js.read_text())
+    timed = [r for r in payload["rows"] if "median_s" in r]
+    assert timed and all(r["median_s"] > 0 for r in timed)
+
+
+def test_default_outputs_name_the_dtype(monkeypatch):
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    mixers.add_group_args(ap, "bench_mixers", "64")
+    ap.add_argument("--quick", action="store_true")
+    for dtype, stem in (("float32", "bench_mixers_cpu"), ("bfloat16", "bench_mixers_cpu_bf16")):
+        args = ap.parse_args(["--device", "cpu", "--dtype", dtype, "--threads", str(torch.get_num_threads())])
+        mixers.setup_group_args(ap, args, "bench_mixers")
+        assert args.md.endswith(f"results/{stem}.md") and args.json.endswith(f"results/{stem}.json")
+
+
+def test_decode_benchmark_end_to_end(e2e_data, tmp_path):
+    """mixer-bench decode on the e2e slice: the models' checkpoints kept for a second run (the
+    GPU run decodes them in two precisions), and ms per step from fairseq's sentences/s (its
+    printed seconds are rounded to 0.1 s, which made every short run's step time a multiple)."""
+    from mixer_plugin.bench import decode
+
+    md, keep = tmp_path / "d.md", tmp_path / "checkpoints"
+    argv = [str(e2e_data.bin), "--lengths", "3,6", "--beams", "2", "--sentences", "4", "--rounds", "1",
+            "--mixers", "transformer,ngram", "--checkpoints", str(keep), "--md", str(md)]
+    decode.main(argv)
+    payload = json.loads(md.with_suffix(".json").read_text())
+    assert {(r["model"], r["L"]) for r in payload["rows"]} == {(m, L) for m in ("transformer", "ngram") for L in (3, 6)}
+    for r in payload["rows"]:
+        assert r["ms_per_step"] == pytest.approx(1000 * 4 / r["sent_per_s"] / (r["L"] + 1))
+    assert payload["meta"]["precision"] == "fp32" and md.with_suffix(".png").stat().st_size > 1000
+    made = {m: (keep / m / "checkpoint_last.pt").stat().st_mtime_ns for m in ("transformer", "ngram")}
+    decode.main(argv)  # a second run decodes the same checkpoints
+    assert made == {m: (keep / m / "checkpoint_last.pt").stat().st_mtime_ns for m in made}
+
+
+def test_decode_benchmark_half_precision_needs_a_gpu(e2e_data):
+    from mixer_plugin.bench import decode
+
+    with pytest.raises(SystemExit, match="--precision bf16 needs --device cuda"):
+        decode.main([str(e2e_data.bin), "--precision", "bf16"])
