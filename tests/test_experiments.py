@@ -101,8 +101,10 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert "baseline" in rows["`attn`"] and re.search(r"BLEU \d\.\d{3}", rows["`ngram`"])  # bootstrap p
     assert "T1 self-attention 27.20" in rows["`attn`"]
     # each claim judged: vs the baseline (its bootstrap) and vs another row (a bootstrap of its own)
-    verdict = r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d, p \d\.\d{3}\)"
+    verdict = (r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d"
+               r"( over \d and \d seeds, spread \d+\.\d\d)?, p \d\.\d{3}\)")
     assert re.search(rf"≈ attn: {verdict} \|$", rows["`ngram`"]), rows["`ngram`"]
+    assert "over 1 and 2 seeds" in rows["`ngram`"]  # one seed against attn's two: attn's mean and spread
     assert re.search(rf"< attn: {verdict}; > ngram: {verdict} \|$", rows["`attn_decoded_hard`"])
     assert "| a (12) | b (8) |" in md  # per-source BLEU
     # every stage's stock command, copyable
@@ -189,6 +191,29 @@ def test_claim_verdicts(relation, delta, p, spread, expected):
     from mixer_plugin.experiments.results import verdict
 
     assert verdict(relation, delta, p, spread) == expected
+
+
+def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
+    """The leaderboard's case: most rows have one seed, the transformer three. Against its
+    first seed alone (26.34, the best of 25.82 and 25.67) a row at 25.72 looked significantly
+    worse (p 0.006); against the mean (25.94) and the seed spread (0.35) the gap is noise."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments.results import ModelResult, claim_cells
+    from mixer_plugin.experiments.spec import Claim
+
+    def row(name, bleus, claims=()):
+        model = SimpleNamespace(name=name, claims=list(claims), score=SimpleNamespace(metrics=["bleu", "chrf"]))
+        return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
+
+    claim = Claim(">", "transformer")
+    mixer = row("mixer", [25.72], [claim])
+    mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.006}}}
+    cell = claim_cells(mixer, {"transformer": row("transformer", [26.34, 25.82, 25.67])})
+    assert cell == "> transformer: **inconclusive** (BLEU -0.22 over 1 and 3 seeds, spread 0.35, p 0.006)"
+    # far beyond the spread, the same p is a verdict
+    mixer.scores = [{"bleu": 24.9}]
+    assert "**refuted** (BLEU -1.04" in claim_cells(mixer, {"transformer": row("transformer", [26.34, 25.82, 25.67])})
 
 
 def test_train_speed_is_the_median_over_every_seed(tmp_path):

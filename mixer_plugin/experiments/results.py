@@ -196,11 +196,11 @@ def claim_metric(m) -> str:
 
 
 def verdict(relation: str, delta: float, p: float, spread: Optional[float] = None) -> str:
-    """A paper's claim against this run.  ``delta``: this row minus the other (the mean over
-    seeds where both rows have several, else the first seeds'); ``p``: the paired bootstrap
-    of the first seeds; ``spread``: the larger of the two rows' seed standard deviations
-    (None with one seed).  A difference is significant when p < ALPHA and, where there are
-    seeds, the mean gap exceeds their spread (a gap one seed can produce is not evidence).
+    """A paper's claim against this run.  ``delta``: this row's mean over its seeds minus the
+    other's (a row of one seed: its score); ``p``: the paired bootstrap of the first seeds;
+    ``spread``: the larger seed standard deviation of the two rows (None when neither has
+    several seeds).  A difference is significant when p < ALPHA and, where there are seeds,
+    the mean gap exceeds their spread (a gap one seed can produce is not evidence).
 
     ``>`` / ``<``: confirmed if significant in the claimed direction, refuted if significant
     the other way, else inconclusive.  ``~``: refuted if significant, confirmed if not and
@@ -226,12 +226,16 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
             cells.append(f"{claim}: waiting for runs")
             continue
         mine, theirs = seed_stats(r, key), seed_stats(other, key)
-        several = len(mine[2]) > 1 and len(theirs[2]) > 1
-        delta = (mine[0] - theirs[0]) if several else (mine[2][0] - theirs[2][0])
-        spread = max(mine[1], theirs[1]) if several else None
+        # means against means, and the seed spread of whichever row has seeds: a one-seed row
+        # against the three-seed transformer is judged against the transformer's mean and
+        # spread, not against whichever of its seeds happens to be the first
+        delta = mine[0] - theirs[0]
+        spreads = [sd for sd in (mine[1], theirs[1]) if sd is not None]
+        spread = max(spreads) if spreads else None
         p = boot[key]["p_value"]
         cells.append(f"{claim}: **{verdict(claim.relation, delta, p, spread)}** ({PRIMARY[key]} {delta:+.2f}"
-                     + (f" over {len(mine[2])} and {len(theirs[2])} seeds, spread {spread:.2f}" if several else "")
+                     + (f" over {len(mine[2])} and {len(theirs[2])} seeds, spread {spread:.2f}" if spread is not None
+                        else "")
                      + f", p {p:.3f})")
     return "; ".join(cells)
 
@@ -357,8 +361,8 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
              "(1000 samples), each model's first seed against the baseline's"] if base else []
     if with_claims:
         notes.append(f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
-                     f"bootstrap's p < {ALPHA} and, where both rows have several seeds, the mean gap exceeds the larger "
-                     "seed standard deviation; > and < are confirmed when significant in the claimed direction, "
+                     f"bootstrap's p < {ALPHA} (first seeds) and, where either row has several seeds, the gap between "
+                     "the means (a one-seed row: its score) exceeds the larger seed standard deviation; > and < are confirmed when significant in the claimed direction, "
                      "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
     if sig:
