@@ -75,3 +75,24 @@ def test_decode_benchmark_half_precision_needs_a_gpu(e2e_data):
 
     with pytest.raises(SystemExit, match="--precision bf16 needs --device cuda"):
         decode.main([str(e2e_data.bin), "--precision", "bf16"])
+
+
+def test_hard_ops_time_equal_computations(tmp_path):
+    """mixer-bench hard-ops times the hard mixer's ops against standard attention's and
+    against the alternatives it was chosen over; each pair must compute the same thing on
+    the benchmark's own inputs (row numbers into the time-major cache included), or the
+    table compares unequal work."""
+    from mixer_plugin.bench import hard_ops
+
+    for n, heads, t, s in ((8, 2, 1, 5), (3, 4, 6, 6)):
+        env = hard_ops.operands(n, heads, t, s, 4, torch.float32, "cpu")
+        run = {stmt: eval(stmt, env) for stmt in [*hard_ops.HARD.values(), *hard_ops.NOT_USED.values()]}
+        assert torch.equal(run[hard_ops.HARD["normalise"]], run[hard_ops.NOT_USED["normalise"]])
+        retrieved = run[hard_ops.HARD["attend"]].view(n, heads, t, 4)  # rows come out (N, H, T)-major
+        assert torch.equal(retrieved, run[hard_ops.NOT_USED["attend"]])
+        # and the retrieval is hard attention: softmax . V with a one-hot at the argmax
+        one_hot = torch.nn.functional.one_hot(env["scores"].argmax(-1), s).float()
+        torch.testing.assert_close(retrieved, one_hot @ env["v"])
+    md = tmp_path / "h.md"
+    hard_ops.main(["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(md)])
+    assert "| attend | `v_rows.index_select(0, rows)` |" in md.read_text()

@@ -277,3 +277,43 @@ def test_commands_get_the_allocator_settings_unless_the_user_set_them(monkeypatc
     assert env["MALLOC_MMAP_THRESHOLD_"] == "65536"
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "2" and env["EXTRA"] == "x"
     assert "OMP_NUM_THREADS" not in command_env()  # None: the library's default, every core
+
+
+def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, monkeypatch, capfd):
+    """--commit commits the results file and its run folder when a run changed them, and a
+    resumed campaign's re-render of an unchanged table makes no commit (it used to run
+    `git commit` anyway, which printed git's status into the campaign log at every start)."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments import runner
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    (tmp_path / "README").write_text("x\n")
+    git("add", "README")
+    git("commit", "-q", "-m", "start")
+    md = tmp_path / "results" / "tiny.md"
+    md.parent.mkdir()
+    table = {"text": "| a |\n"}
+
+    def write(exp):
+        md.write_text(table["text"])
+        (md.with_suffix("") / "runs").mkdir(parents=True, exist_ok=True)
+        (md.with_suffix("") / "runs" / "score.json").write_text(json.dumps(table))
+        return md
+
+    monkeypatch.setattr(runner, "CHECKOUT", tmp_path)
+    monkeypatch.setattr(runner.results_module, "write", write)
+    fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=lambda line: None))
+    runner.Runner.write_results(fake, commit="a finished")
+    capfd.readouterr()
+    runner.Runner.write_results(fake, commit="re-rendered")
+    assert capfd.readouterr().out == ""  # nothing to commit, nothing said
+    table["text"] = "| b |\n"
+    runner.Runner.write_results(fake, commit="b finished")
+    assert git("log", "--format=%s").split("\n")[:3] == ["b finished", "a finished", "start"]
+    assert git("status", "--porcelain") == ""

@@ -200,9 +200,12 @@ class Runner:
             self.progress.say(f"results: {shown(path)}")
         if commit and path is not None and path.is_relative_to(CHECKOUT / "results"):
             results_dir = path.with_suffix("")
-            subprocess.run(["git", "add", str(path), str(results_dir)], cwd=CHECKOUT, check=False)
-            subprocess.run(["git", "commit", "-q", "-m", commit, "--", str(path), str(results_dir)], cwd=CHECKOUT,
-                           check=False)
+            paths = [str(path), str(results_dir)]
+            subprocess.run(["git", "add", *paths], cwd=CHECKOUT, check=False)
+            # a re-render that changed nothing (a resumed campaign's skipped runs) is no commit
+            unchanged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", *paths], cwd=CHECKOUT)
+            if unchanged.returncode != 0:
+                subprocess.run(["git", "commit", "-q", "-m", commit, "--", *paths], cwd=CHECKOUT, check=False)
 
 
 def main(argv=None):

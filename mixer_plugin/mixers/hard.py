@@ -66,7 +66,7 @@ def value_rows(index: Tensor, batch: int) -> Tensor:
     tensor viewed as ``(S*B*H, dv)``: key ``index[b, h, t]`` of head h of sentence b
     is row ``(index * B + b) * H + h``.  Indexing the cache in its own layout costs
     no copy of V per step, and ``index_select`` on rows is far faster than ``gather``
-    with an expanded index (scripts/bench_hard_ops.py)."""
+    with an expanded index (`mixer-bench hard-ops` times both)."""
     B, H, _ = index.shape
     b = torch.arange(B, device=index.device).view(B, 1, 1)
     h = torch.arange(H, device=index.device).view(1, H, 1)
