@@ -35,7 +35,7 @@ def experiment(tmp_path, corpus, **changes):
             "ngram": {"arch": "mixer_small_attn", "train": "--encoder-mixers ngram --decoder-mixers ngram",
                       "claims": "~ attn"},
             "attn_decoded_hard": {"decode_of": "attn", "overrides": {"decoder_cross_mixers": "hard"},
-                                  "claims": ["< attn", "> ngram"]},
+                                  "seeds": [1, 2], "claims": ["< attn", "> ngram"]},
         },
     }
     spec.update(changes)
@@ -107,6 +107,11 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert "over 1 and 2 seeds" in rows["`ngram`"]  # one seed against attn's two: attn's mean and spread
     assert re.search(rf"< attn: {verdict}; > ngram: {verdict} \|$", rows["`attn_decoded_hard`"])
     assert "| a (12) | b (8) |" in md  # per-source BLEU
+    # every seed of a several-seed row against the baseline's same seed, its own bootstrap each
+    pairs = re.findall(r"^\| `attn_decoded_hard` \| (\d) \| [\d.]+ \| [\d.]+ \| [-+][\d.]+ \| (\d\.\d{3}) \|$", md, re.M)
+    assert [seed for seed, _ in pairs] == ["1", "2"], md
+    kept_pair = tmp / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed2" / "bootstrap.json"
+    assert json.loads(kept_pair.read_text())["baseline"].endswith("attn/seed2/gen-test/hyp.txt")
     # every stage's stock command, copyable
     assert re.search(r"- train: `python -m fairseq_cli.train \S+ --user-dir mixer_plugin --task translation", md)
     assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", main_table), "decode sent/s from fairseq-generate's log"

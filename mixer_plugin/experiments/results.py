@@ -147,13 +147,21 @@ def fmt_score(r: ModelResult, key: str) -> str:
 
 def bootstrap(exp: Experiment, results: List[ModelResult]):
     """p-values of each model's first seed against the baseline's (mixer-score's test),
-    and against the other row of each of its claims."""
+    and against the other row of each of its claims; and of every later seed against the
+    baseline's run of the same seed, shown seed by seed beside the claims (which stay on
+    the first seeds, the rule fixed before the runs)."""
     by_name = {r.model.name: r for r in results}
     for r in results:
         base = by_name.get(r.model.score.baseline)
         if exp.kind == "classification" or base is None or base is r or not r.runs or not base.runs:
             continue
         r.extra["bootstrap"], r.extra["bootstrap_command"] = paired_bootstrap(r, base, "bootstrap.json")
+        base_runs = {run.name: j for j, run in enumerate(base.runs)}
+        pairs = {r.runs[0].name: r.extra["bootstrap"]}
+        for i, run in enumerate(r.runs[1:], 1):
+            if run.name in base_runs:
+                pairs[run.name] = paired_bootstrap(r, base, "bootstrap.json", i, base_runs[run.name])[0]
+        r.extra["seed_pairs"] = pairs
     for r in results:
         for claim in r.model.claims:
             other = by_name[claim.other]
@@ -166,15 +174,16 @@ def bootstrap(exp: Experiment, results: List[ModelResult]):
             r.extra.setdefault("claims", {})[claim] = boot
 
 
-def paired_bootstrap(r: ModelResult, other: ModelResult, name: str):
-    """mixer-score's paired bootstrap of r's first run against other's, cached in r's
-    generation folder until either hypothesis file changes."""
+def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0):
+    """mixer-score's paired bootstrap of r's run ``run`` (default: its first seed) against
+    other's run ``other_run``, cached in r's generation folder until either hypothesis file
+    changes."""
     from .. import scoring
 
     root = data_root(r.model.data, r.model.prepare)
     prep = prep_manifest(root)
     subset = r.model.generate.subset
-    gen, other_gen = r.runs[0] / f"gen-{subset}", other.runs[0] / f"gen-{subset}"
+    gen, other_gen = r.runs[run] / f"gen-{subset}", other.runs[other_run] / f"gen-{subset}"
     argv = [str(gen / "hyp.txt"), str(root / prep["references"][subset]["detok"]), "--metrics",
             ",".join(m for m in r.model.score.metrics if m in ("bleu", "chrf", "ter", "rouge", "rougeL")),
             "--baseline", str(other_gen / "hyp.txt"), "--json", str(gen / name)]
@@ -355,6 +364,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
             cells.append(claim_cells(r, by_name) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
+    md += seed_pairs_table(results, base_r)
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = ["- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
@@ -378,6 +388,30 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
            f"each run's scores, hypotheses, training log and stage records: "
            f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)"]
     return "\n".join(md) + "\n"
+
+
+def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) -> List[str]:
+    """Every seed of the rows with several against the baseline's run of the same seed: the
+    main table's p compares first seeds only, so a first seed that happens to be a row's
+    worst (or the baseline's best) would otherwise go unseen."""
+    rows = [r for r in results if len(r.extra.get("seed_pairs", {})) > 1]
+    if base_r is None or not rows:
+        return []
+    key = claim_metric(base_r.model)
+    name = PRIMARY[key]
+    base_score = {run.name: sc.get(key) for run, sc in zip(base_r.runs, base_r.scores)}
+    lines = [f"Seed by seed against `{base_r.model.name}` (each seed's paired bootstrap against the "
+             f"baseline's run of the same seed; the claims above use the first seeds, the rule fixed "
+             "before the runs):", "",
+             f"| model | seed | {name} | `{base_r.model.name}` | Δ | p |", "|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        score = {run.name: sc.get(key) for run, sc in zip(r.runs, r.scores)}
+        for seed, boot in r.extra["seed_pairs"].items():
+            mine, theirs = score[seed], base_score[seed]
+            p = boot.get(key, {}).get("p_value")
+            lines.append(f"| `{r.model.name}` | {seed.removeprefix('seed')} | {mine:.2f} | {theirs:.2f} | "
+                         f"{mine - theirs:+.2f} | " + (f"{p:.3f}" if p is not None else "–") + " |")
+    return lines + [""]
 
 
 def by_source_table(results: List[ModelResult]) -> List[str]:
