@@ -8,7 +8,7 @@
 #   smoke   a short fairseq-train --fp16 and --bf16, then fairseq-generate, for each mixer
 #           family (experiments/gpu_smoke.yaml through the runner, PRECISION=fp16|bf16)
 #   bench   the layer benchmarks on the GPU: mixers in fp32 and bf16, head counts and
-#           multi-scale kernels in fp32
+#           multi-scale kernels in fp32, hard retrieval's ops (the paper's Table 2 is a GPU's)
 #   decode  fairseq-generate over output length on the GPU, fp32 and bf16, with the
 #           hard-retrieval ceiling (mixer-bench decode)
 #
@@ -123,6 +123,8 @@ for part in "${PARTS[@]}"; do
       --md "$OUT_DIR/bench_heads_cuda.md" --json "$OUT_DIR/bench_heads_cuda.json"
     step 120 "$PY" -m mixer_plugin.bench multiscale --device cuda \
       --md "$OUT_DIR/bench_multiscale_cuda.md" --json "$OUT_DIR/bench_multiscale_cuda.json"
+    step 60 "$PY" -m mixer_plugin.bench hard-ops --device cuda \
+      --md "$OUT_DIR/bench_hard_ops_cuda.md" --json "$OUT_DIR/bench_hard_ops_cuda.json"
     ;;
   decode)
     say "decode: fairseq-generate over output length on the GPU"
