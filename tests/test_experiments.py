@@ -131,6 +131,52 @@ def test_a_rerun_skips_what_is_done(finished):
     assert "0 stages to run" in proc.stdout and "started" not in proc.stdout, proc.stdout
 
 
+def rows(md):
+    """Model -> its line of the main table."""
+    return {line.split("|")[1].strip("` "): line for line in md.split("\n\n")[1].splitlines()
+            if line.startswith("| `")}
+
+
+def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, corpus):
+    """A campaign that goes on where ``work/`` is empty (another machine, a fresh clone)
+    restores the committed runs instead of training them again, keeps every committed
+    row in the table (a re-render used to drop them all), trains again only a run whose
+    committed commands differ, and a run that a pending decode needs the checkpoints of."""
+    import shutil
+
+    old, _, _ = finished
+    shutil.copytree(old / "results", tmp_path / "results")
+    before = rows((tmp_path / "results" / "tiny.md").read_text())
+    path = experiment(tmp_path, corpus)  # the same file, results in the copy, a new work folder
+    # the table alone, from nothing but the committed copies (and the data it prepares)
+    proc = mixer_run(path, "--results-only", work=tmp_path / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert rows((tmp_path / "results" / "tiny.md").read_text()) == before
+    shutil.rmtree(tmp_path / "work" / "tiny", ignore_errors=True)  # what --results-only restored
+    # a decode still to do: the run it decodes trains again (checkpoints are never
+    # committed); everything else is restored
+    shutil.rmtree(tmp_path / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed2")
+    proc = mixer_run(path, work=tmp_path / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    trained = set(re.findall(r"\] (\S+) train: done", proc.stdout))
+    assert trained == {"attn/seed2"}, proc.stdout
+    assert "3 runs finished before, restored from" in proc.stdout
+    assert "attn_decoded_hard/seed2 score: done" in proc.stdout
+    after = rows((tmp_path / "results" / "tiny.md").read_text())
+    assert after["ngram"] == before["ngram"] and "| 2 |" in after["attn_decoded_hard"]
+    # a committed run whose commands are not today's is trained again, not restored
+    shutil.rmtree(tmp_path / "work" / "tiny")  # the data stays prepared: a dry run prepares nothing
+    changed = yaml.safe_load(path.read_text())
+    changed["models"]["ngram"]["train"] += " --seed 9"
+    path.write_text(yaml.safe_dump(changed))
+    proc = mixer_run(path, "--dry-run", work=tmp_path / "work")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.findall(r"# train \(([^)]+)\)\n.*--save-dir (\S+)", proc.stdout) == [
+        ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed1")),
+        ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed2")),
+        ("to run", str(tmp_path / "work" / "tiny" / "ngram" / "seed1"))], proc.stdout
+
+
 def test_killed_and_longer_trainings_continue_from_checkpoint_last(finished, corpus):
     tmp, path, _ = finished
     run = tmp / "work" / "tiny" / "ngram" / "seed1"

@@ -264,7 +264,7 @@ def write(exp: Experiment) -> Optional[Path]:
     out = results_path(exp)
     folder = out.with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
-    keep_run_outputs(exp, results, folder)
+    keep_run_outputs(exp, results)
     plots = make_plots(exp, results, folder)
     md = markdown(exp, results, out, plots)
     tmp = out.with_name(f".{out.name}.tmp")
@@ -273,23 +273,33 @@ def write(exp: Experiment) -> Optional[Path]:
     return out
 
 
-def keep_run_outputs(exp: Experiment, results: List[ModelResult], folder: Path):
+RUN_FILES = ("train.log", "commands.sh")  # kept from a run folder; the rest from its gen-<subset>/
+GEN_FILES = ("hyp.txt", "score.json", "bootstrap*.json", "validate.log", "generate.err")
+
+
+def kept_runs(exp: Experiment) -> Path:
+    """Where each run's small outputs are committed: ``results/<name>/runs/``."""
+    return results_path(exp).with_suffix("") / "runs"
+
+
+def keep_run_outputs(exp: Experiment, results: List[ModelResult]):
     """Each run's small outputs beside the results file: scores, hypotheses, its
-    training log and the commands (never checkpoints)."""
+    training and decoding logs, the commands and the stage records (never checkpoints).
+    ``runner.restore`` brings them back on a machine whose ``work/`` is empty."""
     for r in results:
         for run in r.runs:
-            dest = folder / "runs" / r.model.name / run.name
+            dest = kept_runs(exp) / r.model.name / run.name
             dest.mkdir(parents=True, exist_ok=True)
             gen = run / f"gen-{r.model.generate.subset}"
-            for src in (run / "train.log", gen / "hyp.txt", gen / "score.json", *sorted(gen.glob("bootstrap*.json")),
-                        gen / "validate.log", run / "commands.sh"):
+            for src in (*(run / f for f in RUN_FILES), *(p for pattern in GEN_FILES for p in sorted(gen.glob(pattern)))):
                 if src.is_file():
                     shutil.copyfile(src, dest / src.name)
             stamps = run / ".stages"
-            if stamps.is_dir():
-                (dest / "stages.json").write_text(json.dumps(
-                    {p.stem: json.loads(p.read_text()) for p in sorted(stamps.glob("*.json")) if
-                     not p.stem.endswith("begun")}, indent=1) + "\n")
+            restored = stamps / "restored.json"  # a restored run: the record of the machine that ran it
+            record = json.loads(restored.read_text()) if restored.is_file() else {
+                p.stem: json.loads(p.read_text()) for p in sorted(stamps.glob("*.json")) if not p.stem.endswith("begun")}
+            if record:
+                (dest / "stages.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> List[Path]:

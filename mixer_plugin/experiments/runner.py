@@ -16,22 +16,31 @@ minutes while a model trains.  Finished stages are skipped, a killed training
 continues from its ``checkpoint_last.pt``.  At the end (and after every run with
 ``--commit``) the results file is regenerated from the run folders, and each run's small
 outputs are copied beside it.
+
+Those committed copies (``results/<name>/runs/<model>/seed<N>/``) are what a campaign
+resumes from on another machine, where ``work/`` is empty: a run whose copy records the
+same commands as today's (paths compared relative to the checkout and ``work/``) is
+restored into ``work/`` instead of trained again (``restore``).  Checkpoints are never
+committed, so a run another model decodes (``decode_of``) is trained again while that
+decode is still to do.
 """
 
 import argparse
+import json
 import re
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..paths import CHECKOUT, WORK, shown
 from . import results as results_module
 from .spec import Experiment, ExperimentError, load
-from .stages import Stage, StageError, execute, flag_value, prepare_stage, run_stages, shell
+from .stages import PLUGIN, Stage, StageError, execute, flag_value, prepare_stage, run_dir, run_stages, shell
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
 
@@ -124,14 +133,48 @@ class Runner:
                 out.append((f"{m.name}/seed{seed}", stages))
         return out
 
+    # ------------------------------------------------------------------ resuming
+    def restore(self, chains: List[Tuple[str, List[Stage]]]) -> set:
+        """The labels of the runs finished before, on this machine or on another.
+
+        Every (model, seed) of the experiment (not only those selected, so the results
+        keep every committed row) whose run folder is missing here but whose committed
+        copy records today's commands is copied back into ``work/``, with a
+        ``.stages/restored.json`` that marks it.  A selected decode still to run needs
+        the checkpoints of the run it decodes: that run's restored copy is dropped and
+        it trains again."""
+        everything = Runner(self.exp, self.jobs, self.threads, dry_run=True)
+        everything.prepared = self.prepared
+        restored = set()
+        for label, chain in everything.chains():
+            model, seed = label.rsplit("/seed", 1)
+            if restore_run(self.exp, self.exp.models[model], int(seed), chain, copy=not self.dry_run):
+                restored.add(label)
+        pending = [c for label, c in chains if label not in restored and not all(s.done() for s in c)]
+        for chain in pending:
+            for dep in (d for s in chain for d in s.after if d.name == "train" and d not in chain):
+                run = dep.outputs[0].parent
+                label = f"{run.parent.name}/{run.name}"
+                if label in restored and not dep.done():
+                    restored.discard(label)
+                    if (run / ".stages" / "restored.json").is_file():
+                        shutil.rmtree(run)  # only copies of committed files
+        return restored
+
     # ------------------------------------------------------------------ running
     def run(self) -> bool:
         exp = self.exp
         if self.dry_run:
-            for stage in list(self.prepared.values()) + [s for _, c in self.chains() for s in c]:
-                state = "done" if stage.done() else "to run"
-                for argv in stage.commands:
-                    print(f"# {stage.name} ({state})\n{shell(argv)}")
+            chains = self.chains()
+            restored = self.restore(chains)
+            for stage in self.prepared.values():
+                print(f"# {stage.name} ({'done' if stage.done() else 'to run'})\n"
+                      + "\n".join(shell(argv) for argv in stage.commands))
+            for label, chain in chains:
+                for stage in chain:
+                    state = "restorable" if label in restored else "done" if stage.done() else "to run"
+                    for argv in stage.commands:
+                        print(f"# {stage.name} ({state})\n{shell(argv)}")
             return True
         cores = self.jobs * self.threads
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
@@ -141,6 +184,10 @@ class Runner:
             if not self.step("data", stage, []):
                 return False
         chains = self.chains()
+        restored = self.restore(chains)
+        if restored:
+            self.progress.say(f"{len(restored)} runs finished before, restored from {shown(results_module.kept_runs(exp))}")
+        chains = [(label, c) for label, c in chains if label not in restored]
         todo = sum(not s.done() for _, c in chains for s in c)
         self.progress.total += todo
         self.progress.say(f"{len(chains)} runs, {todo} stages to run "
@@ -167,6 +214,16 @@ class Runner:
             list(pool.map(lambda c: run_chain(*c), chains))
         self.write_results(commit=f"{exp.name}: results" if self.commit and ok else None)
         return ok
+
+    def results_only(self) -> bool:
+        """The results from the run folders, with the committed runs restored first (which
+        needs the data prepared: the commands name its languages)."""
+        self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
+        if not all(self.step("data", stage, []) for stage in self.prepared.values()):
+            return False
+        self.restore(self.chains())
+        self.write_results()
+        return True
 
     def step(self, label: str, stage: Stage, pending: List[str]) -> bool:
         if stage.done():
@@ -208,6 +265,69 @@ class Runner:
                 subprocess.run(["git", "commit", "-q", "-m", commit, "--", *paths], cwd=CHECKOUT, check=False)
 
 
+def portable(argv: List[str], checkout: str, work: str) -> List[str]:
+    """A command as it reads on any machine: the interpreter as ``python`` and paths
+    under the work folder or the checkout relative to them."""
+    out = []
+    for i, a in enumerate(map(str, argv)):
+        if a.startswith(work + "/"):
+            a = "<work>/" + a[len(work) + 1:]
+        elif a.startswith(checkout + "/"):
+            a = "<checkout>/" + a[len(checkout) + 1:]
+        elif i == 0:
+            a = re.sub(r"^python[\d.]*$", "python", Path(a).name)
+        out.append(a)
+    return out
+
+
+def recorded_roots(record: dict, run_suffix: str) -> Optional[Tuple[str, str]]:
+    """(checkout, work) of the machine that wrote a run's stage record: the checkout is
+    the parent of ``--user-dir``, the work folder what precedes <exp>/<model>/seed<N>."""
+    checkout = work = None
+    for argv in (a for rec in record.values() for a in rec.get("commands", [])):
+        for flag, value in zip(argv, argv[1:]):
+            if flag == "--user-dir":
+                checkout = str(Path(value).parent)
+        for a in argv:
+            if f"/{run_suffix}" in str(a):
+                work = str(a)[:str(a).index(f"/{run_suffix}")]
+    return (checkout, work) if checkout and work else None
+
+
+def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
+    """Whether (model, seed) is finished: here (a folder restored before) or in its
+    committed copy, which is then copied into its run folder (``copy``).  A copy counts
+    only when it records every stage of ``chain`` with the same commands; a run folder
+    of this machine is never touched."""
+    run = run_dir(exp, model, seed)
+    marker = run / ".stages" / "restored.json"
+    kept = results_module.kept_runs(exp) / model.name / f"seed{seed}"
+    if run.exists() and not marker.is_file():
+        return False
+    source = marker if run.exists() else kept / "stages.json"
+    if not source.is_file():
+        return False
+    record = json.loads(source.read_text())
+    roots = recorded_roots(record, f"{exp.name}/{model.name}/seed{seed}")
+    here = (str(PLUGIN.parent), str(run.parents[2]))
+    if roots is None or any(
+            s.name not in record or [portable(a, *roots) for a in record[s.name]["commands"]]
+            != [portable(a, *here) for a in s.commands] for s in chain):
+        return False
+    if run.exists() or not copy:
+        return True
+    gen = run / f"gen-{model.generate.subset}"
+    gen.mkdir(parents=True)
+    for src in kept.iterdir():
+        if src.name in results_module.RUN_FILES:
+            shutil.copyfile(src, run / src.name)
+        elif src.name != "stages.json":  # hypotheses, scores, bootstraps, decoding logs
+            shutil.copyfile(src, gen / src.name)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(record, indent=1) + "\n")
+    return True
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="mixer-run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -234,9 +354,7 @@ def main(argv=None):
         print(f"mixer-run: error: {e}", file=sys.stderr)
         sys.exit(2)
     if args.results_only:
-        runner.progress = Progress(0)
-        runner.write_results()
-        return
+        sys.exit(0 if runner.results_only() else 1)
     ok = runner.run()
     if not ok:
         print(f"mixer-run: {exp.name} stopped at a failed stage; finished stages are kept "
