@@ -78,6 +78,9 @@ def test_every_stage_runs_and_reports_progress(finished):
     for label, stage in (("data", "prepare"), ("attn/seed1", "train"), ("attn/seed2", "average"),
                          ("ngram/seed1", "generate"), ("attn_decoded_hard/seed1", "score")):
         assert re.search(rf"\] {re.escape(label)} {stage}: done in \d+:\d\d \(\d+/\d+ stages; ETA", out), (label, out)
+    # a decode runs right after the training it decodes, not behind every other training
+    first_decode = re.search(r"attn_decoded_hard/seed\d score: done", out).start()
+    assert first_decode < out.index("ngram/seed1 train: started"), out
     # the plots do not flood the progress with matplotlib's debug lines (fairseq leaves
     # the root logger verbose)
     assert "DEBUG:matplotlib" not in out + proc.stderr

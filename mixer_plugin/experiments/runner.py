@@ -210,8 +210,22 @@ class Runner:
             if self.commit:
                 self.write_results(commit=f"{exp.name}: {label} finished")
 
+        # A decode of another model's checkpoints (decode_of) runs in the job of the training
+        # it decodes, right after it: queued behind every other training, it would wait for
+        # the end of the campaign, which on CPU spans sessions, and a machine handed back in
+        # between takes the checkpoints with it (they are never committed).
+        jobs, by_label = [], {}
+        for label, chain in chains:
+            model, seed = label.rsplit("/seed", 1)
+            source = f"{exp.models[model].decode_of}/seed{seed}"
+            if exp.models[model].decode_of and source in by_label:
+                by_label[source].append((label, chain))
+            else:
+                by_label[label] = [(label, chain)]
+                jobs.append(by_label[label])
+
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            list(pool.map(lambda c: run_chain(*c), chains))
+            list(pool.map(lambda job: [run_chain(*c) for c in job], jobs))
         self.write_results(commit=f"{exp.name}: results" if self.commit and ok else None)
         return ok
 
