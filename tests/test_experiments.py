@@ -167,8 +167,8 @@ def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, cor
     assert "attn_decoded_hard/seed2 score: done" in proc.stdout
     after = rows((tmp_path / "results" / "tiny.md").read_text())
     assert after["ngram"] == before["ngram"] and "| 2 |" in after["attn_decoded_hard"]
-    # a committed run whose commands are not today's is trained again, not restored
-    shutil.rmtree(tmp_path / "work" / "tiny")  # the data stays prepared: a dry run prepares nothing
+    # a committed run whose commands are not today's is trained again, not restored, in a
+    # clean folder (a training appends to the train.log it finds)
     changed = yaml.safe_load(path.read_text())
     changed["models"]["ngram"]["train"] += " --seed 9"
     path.write_text(yaml.safe_dump(changed))
@@ -176,8 +176,12 @@ def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, cor
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.findall(r"# train \(([^)]+)\)\n.*--save-dir (\S+)", proc.stdout) == [
         ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed1")),
-        ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed2")),
+        ("done", str(tmp_path / "work" / "tiny" / "attn" / "seed2")),
         ("to run", str(tmp_path / "work" / "tiny" / "ngram" / "seed1"))], proc.stdout
+    proc = mixer_run(path, "--only", "ngram", work=tmp_path / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    log = (tmp_path / "work" / "tiny" / "ngram" / "seed1" / "train.log").read_text()
+    assert len(re.findall(r"^\$ .*fairseq_cli\.train", log, re.M)) == 1 and "--seed 9" in log, log[:3000]
 
 
 def test_killed_and_longer_trainings_continue_from_checkpoint_last(finished, corpus):

@@ -141,8 +141,7 @@ class Runner:
         keep every committed row) whose run folder is missing here but whose committed
         copy records today's commands is copied back into ``work/``, with a
         ``.stages/restored.json`` that marks it.  A selected decode still to run needs
-        the checkpoints of the run it decodes: that run's restored copy is dropped and
-        it trains again."""
+        the checkpoints of the run it decodes: that run is trained again."""
         everything = Runner(self.exp, self.jobs, self.threads, dry_run=True)
         everything.prepared = self.prepared
         restored = set()
@@ -157,8 +156,14 @@ class Runner:
                 label = f"{run.parent.name}/{run.name}"
                 if label in restored and not dep.done():
                     restored.discard(label)
-                    if (run / ".stages" / "restored.json").is_file():
-                        shutil.rmtree(run)  # only copies of committed files
+        # a selected run to train again in a folder restored before (a decode needs its
+        # checkpoints, or its commands changed): the folder holds only copies of committed
+        # files, and a training would append to the train.log it finds there
+        for label, _ in chains:
+            model, seed = label.rsplit("/seed", 1)
+            run = run_dir(self.exp, self.exp.models[model], int(seed))
+            if label not in restored and (run / ".stages" / "restored.json").is_file() and not self.dry_run:
+                shutil.rmtree(run)
         return restored
 
     # ------------------------------------------------------------------ running
@@ -312,7 +317,7 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     """Whether (model, seed) is finished: here (a folder restored before) or in its
     committed copy, which is then copied into its run folder (``copy``).  A copy counts
     only when it records every stage of ``chain`` with the same commands; a run folder
-    of this machine is never touched."""
+    this machine ran is never touched."""
     run = run_dir(exp, model, seed)
     marker = run / ".stages" / "restored.json"
     kept = results_module.kept_runs(exp) / model.name / f"seed{seed}"
