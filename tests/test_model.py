@@ -11,7 +11,7 @@ import mixer_plugin  # noqa: F401  (registers everything)
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
-from mixer_plugin.build import _Task, build, model_args, num_params
+from mixer_plugin.build import _Task, build, model_args
 from mixer_plugin.mixers import MIXER_REGISTRY, MixerSpecError, Role
 from mixer_plugin.mixers.base import MixerBase
 from mixer_plugin.models.architectures import ARCHITECTURES
@@ -41,11 +41,18 @@ def test_all_attn_is_the_stock_transformer():
 
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_named_architectures_build_and_run(arch):
-    model = build(arch, 64, ["--share-all-embeddings"]).eval()
-    assert num_params(model) > 0
-    src = torch.randint(4, 64, (1, 5))
-    out = model(src, torch.tensor([5]), torch.randint(4, 64, (1, 4)))[0]
-    assert out.shape == (1, 4, 64) and torch.isfinite(out).all()
+    """Every named arch builds, runs, and trains every parameter it counts: a projection a
+    mixer creates but never uses would inflate the parameter column the archs reproduce.
+    40 tokens, so that every ratio scale of the multi-scale archs (down to n/16) spans more
+    than the token itself (a one-token window leaves its head's q and k untrained)."""
+    torch.manual_seed(0)
+    model = build(arch, 64, ["--share-all-embeddings"]).train()
+    src = torch.randint(4, 64, (1, 40))
+    out = model(src, torch.tensor([40]), torch.randint(4, 64, (1, 40)))[0]
+    assert out.shape == (1, 40, 64) and torch.isfinite(out).all()
+    out.float().logsumexp(-1).sum().backward()
+    untrained = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert not untrained, untrained
 
 
 def test_mixer_summary_reflects_specs():
