@@ -151,20 +151,22 @@ def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, cor
     shutil.copytree(old / "results", tmp_path / "results")
     before = rows((tmp_path / "results" / "tiny.md").read_text())
     path = experiment(tmp_path, corpus)  # the same file, results in the copy, a new work folder
-    # the table alone, from nothing but the committed copies (and the data it prepares)
+    # a decode still to do: the run it decodes trains again (checkpoints are never committed)
+    shutil.rmtree(tmp_path / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed1")
+    # the table alone, from nothing but the committed copies (and the data it prepares):
+    # every committed run counts, and the rows compare the same first seeds as before
     proc = mixer_run(path, "--results-only", work=tmp_path / "work")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert rows((tmp_path / "results" / "tiny.md").read_text()) == before
+    table = rows((tmp_path / "results" / "tiny.md").read_text())
+    assert table["attn"] == before["attn"] and table["ngram"] == before["ngram"], (table, before)
+    assert "waiting for runs" in table["attn_decoded_hard"]  # its first seed is gone: no p against another seed
     shutil.rmtree(tmp_path / "work" / "tiny", ignore_errors=True)  # what --results-only restored
-    # a decode still to do: the run it decodes trains again (checkpoints are never
-    # committed); everything else is restored
-    shutil.rmtree(tmp_path / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed2")
     proc = mixer_run(path, work=tmp_path / "work")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     trained = set(re.findall(r"\] (\S+) train: done", proc.stdout))
-    assert trained == {"attn/seed2"}, proc.stdout
+    assert trained == {"attn/seed1"}, proc.stdout
     assert "3 runs finished before, restored from" in proc.stdout
-    assert "attn_decoded_hard/seed2 score: done" in proc.stdout
+    assert "attn_decoded_hard/seed1 score: done" in proc.stdout
     after = rows((tmp_path / "results" / "tiny.md").read_text())
     assert after["ngram"] == before["ngram"] and "| 2 |" in after["attn_decoded_hard"]
     # a committed run whose commands are not today's is trained again, not restored, in a
@@ -175,8 +177,8 @@ def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, cor
     proc = mixer_run(path, "--dry-run", work=tmp_path / "work")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.findall(r"# train \(([^)]+)\)\n.*--save-dir (\S+)", proc.stdout) == [
-        ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed1")),
-        ("done", str(tmp_path / "work" / "tiny" / "attn" / "seed2")),
+        ("done", str(tmp_path / "work" / "tiny" / "attn" / "seed1")),
+        ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed2")),
         ("to run", str(tmp_path / "work" / "tiny" / "ngram" / "seed1"))], proc.stdout
     proc = mixer_run(path, "--only", "ngram", work=tmp_path / "work")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -155,23 +155,37 @@ def bootstrap(exp: Experiment, results: List[ModelResult]):
         base = by_name.get(r.model.score.baseline)
         if exp.kind == "classification" or base is None or base is r or not r.runs or not base.runs:
             continue
-        r.extra["bootstrap"], r.extra["bootstrap_command"] = paired_bootstrap(r, base, "bootstrap.json")
-        base_runs = {run.name: j for j, run in enumerate(base.runs)}
-        pairs = {r.runs[0].name: r.extra["bootstrap"]}
-        for i, run in enumerate(r.runs[1:], 1):
-            if run.name in base_runs:
-                pairs[run.name] = paired_bootstrap(r, base, "bootstrap.json", i, base_runs[run.name])[0]
+        i, j = first_run(r), first_run(base)
+        pairs = {}
+        if i is not None and j is not None:
+            r.extra["bootstrap"], r.extra["bootstrap_command"] = paired_bootstrap(r, base, "bootstrap.json", i, j)
+            pairs[r.runs[i].name] = r.extra["bootstrap"]
+        base_runs = {run.name: k for k, run in enumerate(base.runs)}
+        for k, run in enumerate(r.runs):
+            if k != i and run.name in base_runs:
+                pairs[run.name] = paired_bootstrap(r, base, "bootstrap.json", k, base_runs[run.name])[0]
         r.extra["seed_pairs"] = pairs
     for r in results:
         for claim in r.model.claims:
             other = by_name[claim.other]
-            if not r.runs or not other.runs:
+            i, j = first_run(r), first_run(other)
+            if i is None or j is None:
                 continue
             if other.model.name == r.model.score.baseline:
                 boot = r.extra["bootstrap"]
             else:
-                boot, _ = paired_bootstrap(r, other, f"bootstrap-vs-{other.model.name}.json")
+                boot, _ = paired_bootstrap(r, other, f"bootstrap-vs-{other.model.name}.json", i, j)
             r.extra.setdefault("claims", {})[claim] = boot
+
+
+def first_run(r: ModelResult) -> Optional[int]:
+    """The index in ``r.runs`` of the model's first seed (the first it lists), None until
+    that run has finished.  The p-values and claims compare first seeds; another seed
+    standing in for a missing one (a baseline seed being trained again) would change the
+    comparison without a word."""
+    names = [run.name for run in r.runs]
+    first = f"seed{r.model.seeds[0]}"
+    return names.index(first) if first in names else None
 
 
 def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0):
@@ -417,6 +431,8 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
     for r in rows:
         score = {run.name: sc.get(key) for run, sc in zip(r.runs, r.scores)}
         for seed, boot in r.extra["seed_pairs"].items():
+            if seed not in base_score:  # a row whose first seed the baseline does not have
+                continue
             mine, theirs = score[seed], base_score[seed]
             p = boot.get(key, {}).get("p_value")
             lines.append(f"| `{r.model.name}` | {seed.removeprefix('seed')} | {mine:.2f} | {theirs:.2f} | "

@@ -240,7 +240,7 @@ class Runner:
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
         if not all(self.step("data", stage, []) for stage in self.prepared.values()):
             return False
-        self.restore(self.chains())
+        self.restore([])  # nothing runs, so nothing needs its checkpoints: every committed run counts
         self.write_results()
         return True
 
