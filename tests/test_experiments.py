@@ -94,21 +94,26 @@ def test_every_stage_runs_and_reports_progress(finished):
     assert "'decoder_cross_mixers': 'hard'" in (decoded / ".stages" / "generate.json").read_text()
 
 
+def rows(md):
+    """Model -> its line of the main table."""
+    return {line.split("|")[1].strip("` "): line for line in md.split("\n\n")[1].splitlines()
+            if line.startswith("| `")}
+
+
 def test_results_table_commands_and_kept_outputs(finished):
     tmp, path, proc = finished
     md = (tmp / "results" / "tiny.md").read_text()
-    main_table = md.split("\n\n")[1]  # after the title: the table of every model
-    rows = {line.split("|")[1].strip(): line for line in main_table.splitlines() if line.startswith("| `")}
-    assert set(rows) >= {"`attn`", "`ngram`", "`attn_decoded_hard`"}
-    assert "| 2 |" in rows["`attn`"] and " ± " in rows["`attn`"]  # two seeds: mean +- std
-    assert "baseline" in rows["`attn`"] and re.search(r"BLEU \d\.\d{3}", rows["`ngram`"])  # bootstrap p
-    assert "T1 self-attention 27.20" in rows["`attn`"]
+    table = rows(md)  # the table of every model
+    assert set(table) >= {"attn", "ngram", "attn_decoded_hard"}
+    assert "| 2 |" in table["attn"] and " ± " in table["attn"]  # two seeds: mean +- std
+    assert "baseline" in table["attn"] and re.search(r"BLEU \d\.\d{3}", table["ngram"])  # bootstrap p
+    assert "T1 self-attention 27.20" in table["attn"]
     # each claim judged: vs the baseline (its bootstrap) and vs another row (a bootstrap of its own)
     verdict = (r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d"
                r"( over \d and \d seeds, spread \d+\.\d\d)?, p \d\.\d{3}\)")
-    assert re.search(rf"≈ attn: {verdict} \|$", rows["`ngram`"]), rows["`ngram`"]
-    assert "over 1 and 2 seeds" in rows["`ngram`"]  # one seed against attn's two: attn's mean and spread
-    assert re.search(rf"< attn: {verdict}; > ngram: {verdict} \|$", rows["`attn_decoded_hard`"])
+    assert re.search(rf"≈ attn: {verdict} \|$", table["ngram"]), table["ngram"]
+    assert "over 1 and 2 seeds" in table["ngram"]  # one seed against attn's two: attn's mean and spread
+    assert re.search(rf"< attn: {verdict}; > ngram: {verdict} \|$", table["attn_decoded_hard"])
     assert "| a (12) | b (8) |" in md  # per-source BLEU
     # every seed of a several-seed row against the baseline's same seed, its own bootstrap each
     pairs = re.findall(r"^\| `attn_decoded_hard` \| (\d) \| [\d.]+ \| [\d.]+ \| [-+][\d.]+ \| (\d\.\d{3}) \|$", md, re.M)
@@ -117,7 +122,7 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert json.loads(kept_pair.read_text())["baseline"].endswith("attn/seed2/gen-test/hyp.txt")
     # every stage's stock command, copyable
     assert re.search(r"- train: `python -m fairseq_cli.train \S+ --user-dir mixer_plugin --task translation", md)
-    assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", main_table), "decode sent/s from fairseq-generate's log"
+    assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", table["ngram"]), "decode sent/s from fairseq-generate's log"
     assert "--model-overrides" in md and "mixer_plugin.scoring" in md and "mixer_plugin.data.postprocess" in md
     kept = tmp / "results" / "tiny" / "runs" / "attn" / "seed2"
     assert {"train.log", "hyp.txt", "score.json", "stages.json"} <= {p.name for p in kept.iterdir()}
@@ -132,12 +137,6 @@ def test_a_rerun_skips_what_is_done(finished):
     proc = mixer_run(path, work=tmp / "work")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "0 stages to run" in proc.stdout and "started" not in proc.stdout, proc.stdout
-
-
-def rows(md):
-    """Model -> its line of the main table."""
-    return {line.split("|")[1].strip("` "): line for line in md.split("\n\n")[1].splitlines()
-            if line.startswith("| `")}
 
 
 def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, corpus):

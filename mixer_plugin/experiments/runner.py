@@ -39,7 +39,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..paths import CHECKOUT, WORK, shown
 from . import results as results_module
-from .spec import Experiment, ExperimentError, load
+from .spec import Experiment, ExperimentError, Model, load
 from .stages import PLUGIN, Stage, StageError, execute, flag_value, prepare_stage, run_dir, run_stages, shell
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
@@ -133,6 +133,11 @@ class Runner:
                 out.append((f"{m.name}/seed{seed}", stages))
         return out
 
+    def model_seed(self, label: str) -> Tuple[Model, int]:
+        """The (model, seed) of a chain's ``<model>/seed<N>`` label."""
+        name, seed = label.rsplit("/seed", 1)
+        return self.exp.models[name], int(seed)
+
     # ------------------------------------------------------------------ resuming
     def restore(self, chains: List[Tuple[str, List[Stage]]]) -> set:
         """The labels of the runs finished before, on this machine or on another.
@@ -143,12 +148,8 @@ class Runner:
         ``.stages/restored.json`` that marks it.  A selected decode still to run needs
         the checkpoints of the run it decodes: that run is trained again."""
         everything = Runner(self.exp, self.jobs, self.threads, dry_run=True)
-        everything.prepared = self.prepared
-        restored = set()
-        for label, chain in everything.chains():
-            model, seed = label.rsplit("/seed", 1)
-            if restore_run(self.exp, self.exp.models[model], int(seed), chain, copy=not self.dry_run):
-                restored.add(label)
+        restored = {label for label, chain in everything.chains()
+                    if restore_run(self.exp, *self.model_seed(label), chain, copy=not self.dry_run)}
         pending = [c for label, c in chains if label not in restored and not all(s.done() for s in c)]
         for chain in pending:
             for dep in (d for s in chain for d in s.after if d.name == "train" and d not in chain):
@@ -160,8 +161,7 @@ class Runner:
         # checkpoints, or its commands changed): the folder holds only copies of committed
         # files, and a training would append to the train.log it finds there
         for label, _ in chains:
-            model, seed = label.rsplit("/seed", 1)
-            run = run_dir(self.exp, self.exp.models[model], int(seed))
+            run = run_dir(self.exp, *self.model_seed(label))
             if label not in restored and (run / ".stages" / "restored.json").is_file() and not self.dry_run:
                 shutil.rmtree(run)
         return restored
@@ -221,9 +221,9 @@ class Runner:
         # between takes the checkpoints with it (they are never committed).
         jobs, by_label = [], {}
         for label, chain in chains:
-            model, seed = label.rsplit("/seed", 1)
-            source = f"{exp.models[model].decode_of}/seed{seed}"
-            if exp.models[model].decode_of and source in by_label:
+            model, seed = self.model_seed(label)
+            source = f"{model.decode_of}/seed{seed}"
+            if model.decode_of and source in by_label:
                 by_label[source].append((label, chain))
             else:
                 by_label[label] = [(label, chain)]
@@ -289,12 +289,12 @@ def portable(argv: List[str], checkout: str, work: str) -> List[str]:
     under the work folder or the checkout relative to them."""
     out = []
     for i, a in enumerate(map(str, argv)):
-        if a.startswith(work + "/"):
+        if i == 0:  # wherever the interpreter lives, a virtualenv inside the checkout too
+            a = re.sub(r"^python[\d.]*$", "python", Path(a).name)
+        elif a.startswith(work + "/"):
             a = "<work>/" + a[len(work) + 1:]
         elif a.startswith(checkout + "/"):
             a = "<checkout>/" + a[len(checkout) + 1:]
-        elif i == 0:
-            a = re.sub(r"^python[\d.]*$", "python", Path(a).name)
         out.append(a)
     return out
 
