@@ -96,3 +96,19 @@ def test_hard_ops_time_equal_computations(tmp_path):
     md = tmp_path / "h.md"
     hard_ops.main(["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(md)])
     assert "| attend | `v_rows.index_select(0, rows)` |" in md.read_text()
+
+
+def test_committed_layer_table_is_what_its_json_renders_to(tmp_path):
+    """`mixer-bench mixers --from-json` re-renders a finished run without timing anything: the
+    committed table must come back byte for byte from the committed JSON (so no figure in it
+    was edited by hand, and a change of presentation cannot change a measurement), with the
+    speed-up-over-L plot beside it."""
+    from mixer_plugin.paths import CHECKOUT
+
+    committed = CHECKOUT / "results" / "bench_mixers_cpu"
+    md = tmp_path / "bench_mixers_cpu.md"
+    mixers.main(["--from-json", str(committed.with_suffix(".json")), "--md", str(md)])
+    assert md.read_text() == committed.with_suffix(".md").read_text()
+    assert md.with_suffix(".png").stat().st_size > 10_000
+    with pytest.raises(SystemExit):
+        mixers.main(["--from-json", str(tmp_path / "missing.json")])

@@ -5,6 +5,7 @@ mixer against the stock fairseq ``MultiheadAttention`` (``attn``), over sequence
     mixer-bench mixers --quick              # smoke run (seconds), prints only
     mixer-bench mixers --device cuda        # GPU: cuda.synchronize + max_memory_allocated
     mixer-bench mixers --lengths 64,1024 --tokens 8192 --md /tmp/x.md
+    mixer-bench mixers --from-json results/bench_mixers_cpu.json   # re-render the table and plot, no timing
 
 This is a benchmark, not a test: it asserts nothing about speed.
 
@@ -58,6 +59,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -461,6 +463,55 @@ def markdown(meta, rows, labels):
     return "\n".join(out)
 
 
+def plot(meta, rows, labels, path) -> None:
+    """Speed-up over stock ``attn`` against L (top) and the share of each mixer's FLOP
+    ceiling it reaches (bottom), one column per role, from the same rows as the tables."""
+    from ..plotting import pyplot
+
+    plt = pyplot()
+    roles = [r.value for r in ROLES if any(x["role"] == r.value and "median_s" in x for x in rows)]
+    shown = [lab for lab in labels if lab not in ("attn", MATH)]
+    colours = plt.get_cmap("tab20")
+    fig, axes = plt.subplots(2, len(roles), figsize=(5.6 * len(roles), 7.2), squeeze=False, sharex=True)
+    for col, role in enumerate(roles):
+        top, bottom = axes[0][col], axes[1][col]
+        for i, lab in enumerate(shown):
+            pts = sorted((r["L"], r["speedup_vs_attn"], r["of_ceiling"]) for r in rows
+                         if r["mixer"] == lab and r["role"] == role and "speedup_vs_attn" in r)
+            if not pts:
+                continue
+            style = {"color": colours(i % 20), "marker": "o", "ms": 3, "label": lab}
+            top.plot([p[0] for p in pts], [p[1] for p in pts], **style)
+            bottom.plot([p[0] for p in pts], [100 * p[2] for p in pts], **style)
+        top.axhline(1.0, color="black", lw=0.8)
+        bottom.axhline(90, color="black", lw=0.8, ls="--")
+        top.set_yscale("log")
+        top.set_title(f"{role}: speed-up over stock attn (median)", fontsize=9)
+        bottom.set_title("share of the FLOP ceiling (%); dashed: the 90% goal", fontsize=9)
+        bottom.set_xlabel("sequence length L")
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"One layer, forward + backward, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, "
+                 f"{meta.get('dtype', 'float32')} ({meta['device_name']}, {meta['date'][:10]})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def replot(json_path, md_path=None) -> None:
+    """The table and plot of a finished run, re-rendered from its JSON (nothing is timed):
+    for a change of presentation, so the committed figures stay the ones measured."""
+    payload = json.loads(Path(json_path).read_text())
+    meta, rows = payload["meta"], payload["rows"]
+    meta.setdefault("dtype", "float32")  # files written before --dtype existed were fp32
+    labels = [lab for lab, _ in meta["mixers"]]
+    md_path = md_path or str(Path(json_path).with_suffix(".md"))
+    write_outputs(md_path, None, markdown(meta, rows, labels), payload)
+    plot(meta, rows, labels, Path(md_path).with_suffix(".png"))
+
+
 def git_describe():
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=str(CHECKOUT),
@@ -559,7 +610,13 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: L=32,64, 256 tokens, 1 warmup, 1 repeat, no attn[math]; prints, writes nothing "
                          "unless --md/--json are given")
+    ap.add_argument("--from-json", metavar="JSON",
+                    help="time nothing: re-render the table (--md, default beside the JSON) and plot of a finished run")
     args = ap.parse_args(argv)
+    if args.from_json:
+        if not os.path.isfile(args.from_json):
+            ap.error(f"--from-json: no such file {args.from_json}")
+        return replot(args.from_json, args.md)
 
     if args.quick:
         args.lengths = args.lengths or "32,64"
@@ -626,6 +683,8 @@ def main(argv=None):
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t_start
     write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
+    if args.md:
+        plot(meta, rows, labels, Path(args.md).with_suffix(".png"))
 
 if __name__ == "__main__":
     main()
