@@ -4,6 +4,7 @@ generate -> score -> results), then resumed: skipped when finished, continued fr
 checkpoint_last.pt when killed or given a longer budget, restarted when the model
 changes."""
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -130,6 +131,30 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert {"bootstrap.json", "bootstrap-vs-ngram.json"} <= {p.name for p in kept.iterdir()}
     assert not list((tmp / "results").rglob("*.pt")), "never checkpoints"
     assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
+
+
+def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeypatch):
+    """A resumed campaign re-renders its table at start and after each run: when nothing but
+    the clock changed, the file (and so --commit) is left alone. It used to rewrite the
+    "rebuilt:" stamp, which --commit then committed as "<a restored run> finished"."""
+    import time
+
+    from mixer_plugin.experiments import results, spec, stages
+
+    tmp, path, _ = finished
+    monkeypatch.setattr(stages, "WORK", tmp / "work")
+    out = tmp / "results" / "tiny.md"
+    before = out.read_text()
+    later = time.gmtime(4_000_000_000)  # another minute than the run's
+    monkeypatch.setattr(results.time, "gmtime", lambda *a: later)
+    assert results.write(spec.load(path)) == out
+    assert out.read_text() == before
+    # a change of content rewrites it, with the new stamp
+    exp = spec.load(path)
+    renamed = dict(exp.models, ngram=dataclasses.replace(exp.models["ngram"], paper="another claim"))
+    results.write(dataclasses.replace(exp, models=renamed))
+    assert "another claim" in out.read_text() and "- rebuilt: 2096-" in out.read_text()
+    out.write_text(before)
 
 
 def test_a_rerun_skips_what_is_done(finished):

@@ -270,6 +270,13 @@ def results_path(exp: Experiment) -> Path:
     return exp.results if exp.results.is_absolute() else CHECKOUT / exp.results
 
 
+STAMP = "- rebuilt: "
+
+
+def unstamped(md: str) -> str:
+    return "\n".join(line for line in md.split("\n") if not line.startswith(STAMP))
+
+
 def write(exp: Experiment) -> Optional[Path]:
     results = collect(exp)
     if not any(r.runs for r in results):
@@ -281,6 +288,8 @@ def write(exp: Experiment) -> Optional[Path]:
     keep_run_outputs(exp, results)
     plots = make_plots(exp, results, folder)
     md = markdown(exp, results, out, plots)
+    if out.is_file() and unstamped(out.read_text(encoding="utf-8")) == unstamped(md):
+        return out  # nothing but the time changed: the stamp stays that of the last change (and --commit commits nothing)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(md, encoding="utf-8")
     tmp.replace(out)
@@ -408,7 +417,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     if plots:
         md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]
     md += commands(exp, results)
-    md += ["", f"- rebuilt: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
+    md += ["", f"{STAMP}{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
            f"each run's scores, hypotheses, training log and stage records: "
            f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)"]
     return "\n".join(md) + "\n"
