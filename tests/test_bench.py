@@ -84,11 +84,11 @@ def test_hard_ops_time_equal_computations(tmp_path):
     table compares unequal work."""
     from mixer_plugin.bench import hard_ops
 
-    for n, heads, t, s in ((8, 2, 1, 5), (3, 4, 6, 6)):
-        env = hard_ops.operands(n, heads, t, s, 4, torch.float32, "cpu")
+    for n, h, t, s in ((8, 2, 1, 5), (3, 4, 6, 6)):
+        env = hard_ops.operands(n, h, t, s, 4, torch.float32, "cpu")
         run = {stmt: eval(stmt, env) for stmt in [*hard_ops.HARD.values(), *hard_ops.NOT_USED.values()]}
         assert torch.equal(run[hard_ops.HARD["normalise"]], run[hard_ops.NOT_USED["normalise"]])
-        retrieved = run[hard_ops.HARD["attend"]].view(n, heads, t, 4)  # rows come out (N, H, T)-major
+        retrieved = run[hard_ops.HARD["attend"]].view(n, h, t, 4)  # rows come out (N, H, T)-major
         assert torch.equal(retrieved, run[hard_ops.NOT_USED["attend"]])
         # and the retrieval is hard attention: softmax . V with a one-hot at the argmax
         one_hot = torch.nn.functional.one_hot(env["scores"].argmax(-1), s).float()
@@ -98,17 +98,21 @@ def test_hard_ops_time_equal_computations(tmp_path):
     assert "| attend | `v_rows.index_select(0, rows)` |" in md.read_text()
 
 
-def test_committed_layer_table_is_what_its_json_renders_to(tmp_path):
-    """`mixer-bench mixers --from-json` re-renders a finished run without timing anything: the
-    committed table must come back byte for byte from the committed JSON (so no figure in it
-    was edited by hand, and a change of presentation cannot change a measurement), with the
-    speed-up-over-L plot beside it."""
+@pytest.mark.parametrize("bench", [mixers, heads, multiscale], ids=["mixers", "heads", "multiscale"])
+def test_committed_layer_table_is_what_its_json_renders_to(bench, tmp_path):
+    """`mixer-bench ... --from-json` re-renders a finished run without timing anything: each
+    committed table must come back byte for byte from its committed JSON (so no figure in it
+    was edited by hand, and a change of presentation cannot change a measurement); the layer
+    benchmark draws its speed-up-over-L plot beside it."""
     from mixer_plugin.paths import CHECKOUT
 
-    committed = CHECKOUT / "results" / "bench_mixers_cpu"
-    md = tmp_path / "bench_mixers_cpu.md"
-    mixers.main(["--from-json", str(committed.with_suffix(".json")), "--md", str(md)])
+    stem = {mixers: "bench_mixers_cpu", heads: "bench_heads_cpu", multiscale: "bench_multiscale_cpu"}[bench]
+    committed = CHECKOUT / "results" / stem
+    md = tmp_path / f"{stem}.md"
+    bench.main(["--from-json", str(committed.with_suffix(".json")), "--md", str(md)])
     assert md.read_text() == committed.with_suffix(".md").read_text()
-    assert md.with_suffix(".png").stat().st_size > 10_000
+    assert "GFLOP/s, ceiling" in md.read_text()  # every layer benchmark accounts for its FLOPs
+    if bench is mixers:
+        assert md.with_suffix(".png").stat().st_size > 10_000
     with pytest.raises(SystemExit):
-        mixers.main(["--from-json", str(tmp_path / "missing.json")])
+        bench.main(["--from-json", str(tmp_path / "missing.json")])

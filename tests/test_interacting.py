@@ -12,7 +12,7 @@ import torch
 from fairseq.data import indexed_dataset
 from fairseq.modules import MultiheadAttention
 
-from conftest import E2E_TRAIN_ARGS, E2E_USER_DIR, E2E_REPO, e2e_fairseq, e2e_run
+from conftest import E2E_TRAIN_ARGS, E2E_USER_DIR, e2e_fairseq, e2e_run
 from mixer_cases import Case, run
 from mixer_refs import NAIVE
 from mixer_plugin.mixers import MixerContext, Role, build_mixer

@@ -237,7 +237,6 @@ def test_ms_layer_arch_trains_a_step():
 def classifier(arch="mixer_cls_ms", extra=()):
     from fairseq import options
     from fairseq.data import Dictionary
-    from fairseq.models import ARCH_MODEL_REGISTRY
     from fairseq.tasks.sentence_prediction import SentencePredictionTask
 
     d = Dictionary()

@@ -23,7 +23,6 @@ read with hooks, so no mixer is modified:
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch

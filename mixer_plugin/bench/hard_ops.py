@@ -22,7 +22,6 @@ import argparse
 import datetime
 import os
 import platform
-import sys
 
 import torch
 import torch.nn.functional as F

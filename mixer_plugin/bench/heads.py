@@ -4,6 +4,7 @@ heads grows: forward+backward time and peak memory of ONE module.
     mixer-bench heads                     # full run -> results/bench_heads_<device>.{md,json}
     mixer-bench heads --quick             # smoke run (seconds), prints only
     mixer-bench heads --heads 8,32 --lengths 64 --md /tmp/x.md --json /tmp/x.json
+    mixer-bench heads --from-json results/bench_heads_cpu.json   # re-render its table, time nothing
 
 A benchmark, not a test: it asserts nothing.  The measuring code is
 ``mixer_plugin/bench/mixers.py``'s (``bench_group``: warmup, round-robin timing of all
@@ -25,7 +26,6 @@ Goal (issue 4): ``interacting`` <= 1.05x the time of ``attn`` at every H.
 
 import argparse
 import os
-import sys
 import time
 
 
@@ -39,30 +39,14 @@ MIXERS = ["attn", "interacting", "interacting:reading=pairwise", "talking_heads"
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
 
 
-def flops_per_token(label: str, D: int, H: int, L: int) -> float:
-    """Forward multiply-adds per token (projections + score maps + weighted sums, and
-    the talking-heads maps); backward is ~2x forward for all of them."""
-    attn = 4 * D * D + 2 * L * D
-    name = label.split(":")[0]
-    if label == "interacting:reading=pairwise":
-        return 3 * D * D + H * D * D + 2 * L * D * H  # out_proj reads H^2 d_v = H D
-    if name == "interacting":
-        return attn + D  # + the sum over query heads
-    if name == "talking_heads":
-        return attn + 2 * L * H * H  # P_l and P_w on every (query, key) cell
-    if name == "fixed_head":
-        dp = int(label.split("head_dim=")[1].split(":")[0]) if "head_dim=" in label else 64
-        return 4 * D * H * dp + 2 * L * H * dp
-    return attn
-
-
 def time_cell(r, lab):
     if "median_s" not in r:
         return ""
     if lab == "attn":
         return f"{1000 * r['median_s']:.1f}"
-    return (f"{1000 * r['median_s']:.1f} ({r['time_ratio']:.2f}x [{r['time_ratio_min']:.2f}x]; "
-            f"{r['flop_ratio']:.2f})")
+    # time and forward multiply-adds as multiples of attn's (> 1: slower, more arithmetic)
+    return (f"{1000 * r['median_s']:.1f} ({1 / r['speedup_vs_attn']:.2f}x [{1 / r['speedup_vs_attn_min']:.2f}x]; "
+            f"{1 / r['ceiling_vs_attn']:.2f})")
 
 
 def mem_cell(r, lab):
@@ -90,7 +74,7 @@ def markdown(meta, rows):
                "the CPU allocator's events; on CUDA max_memory_allocated): activations kept for backward, "
                "temporaries and grads; not parameters or inputs")
     out.append("- `x attn` = module time / attn time of the same (role, L, H) group, so > 1 is slower; "
-               "`FLOPs x` = the same ratio of forward multiply-adds per token (see the script)\n")
+               "`FLOPs x` = the same ratio of forward multiply-adds per token (`MixerBase.macs`)\n")
     out.append(f"Goal: `interacting` <= {GOAL:.2f}x attn time at every H.\n")
     labels = meta["mixers"]
     for role in [r.value for r in ROLES]:
@@ -117,14 +101,31 @@ def markdown(meta, rows):
             cells = []
             for H in meta["heads"]:
                 r = next((r for r in rows if r["role"] == role and r["L"] == L and r["H"] == H
-                          and r["mixer"] == "interacting" and "time_ratio" in r), None)
+                          and r["mixer"] == "interacting" and "speedup_vs_attn" in r), None)
                 if r is None:
                     cells.append("n/a")
                 else:
-                    ok = "ok" if r["time_ratio"] <= GOAL else "MISS"
-                    cells.append(f"{r['time_ratio']:.2f}x [{r['time_ratio_min']:.2f}x] {ok}")
+                    ratio = 1 / r["speedup_vs_attn"]
+                    cells.append(f"{ratio:.2f}x [{1 / r['speedup_vs_attn_min']:.2f}x] "
+                                 f"{'ok' if ratio <= GOAL else 'MISS'}")
             out.append(f"| {role} | {L} | " + " | ".join(cells) + " |")
     out.append("\nMedian [minimum]: the minimum is the step least disturbed by other load.\n")
+    out.append("## FLOPs: each mixer against its own ceiling\n")
+    out.append(f"{bm.peak_line(meta)}  {bm.FLOPS_NOTE}\n")
+    for role in [r.value for r in ROLES]:
+        rr = [r for r in rows if r["role"] == role and "median_s" in r]
+        if not rr:
+            continue
+        out.append(f"### {role}\n")
+        out.append("| L | H | " + " | ".join(f"`{lab}`" for lab in labels) + " |")
+        out.append("|---:|---:|" + "---:|" * len(labels))
+        for L in meta["lengths"]:
+            for H in meta["heads"]:
+                by = {r["mixer"]: r for r in rr if r["L"] == L and r["H"] == H}
+                if by:
+                    out.append(f"| {L} | {H} | " + " | ".join(bm.flops_cell(lab, by[lab]) if lab in by else ""
+                                                               for lab in labels) + " |")
+        out.append("")
     return "\n".join(out)
 
 
@@ -138,6 +139,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: H=4,8 and L=32 unless given, 256 tokens, 1 repeat; prints only")
     args = ap.parse_args(argv)
+    if args.from_json:
+        return bm.rerender(ap, args, markdown)
     if args.quick:
         args.heads, args.lengths = args.heads or "4,8", args.lengths or "32"
         args.tokens, args.warmup, args.repeats = 256, 1, 1
@@ -156,6 +159,7 @@ def main(argv=None):
     t0 = time.time()
     meta = {
         **bm.run_meta(device),
+        **bm.machine_peak(device),
         "dim": args.dim, "dtype": args.dtype, "dropout": args.dropout, "tokens": args.tokens, "warmup": args.warmup,
         "repeats": args.repeats, "heads": heads, "lengths": lengths, "mixers": labels,
     }
@@ -166,18 +170,15 @@ def main(argv=None):
             args.heads = H  # every module of the group gets H heads
             for role in ROLES:
                 group = bm.bench_group(role, L, [(lab, lab) for lab in labels], args, device)
-                base = group.get("attn")
                 for lab in labels:
                     r = group.get(lab)
                     if r is None:
                         continue
                     r["H"] = H
-                    if "median_s" in r and base is not None:
-                        r["time_ratio"] = r["median_s"] / base["median_s"]
-                        r["time_ratio_min"] = r["min_s"] / base["min_s"]
-                        r["flop_ratio"] = flops_per_token(lab, args.dim, H, L) / flops_per_token("attn", args.dim, H, L)
+                    if "speedup_vs_attn" in r:
                         print(f"{role.value:13s} L={L:4d} H={H:3d} {lab:30s} {1000 * r['median_s']:9.1f} ms "
-                              f"{r['time_ratio']:5.2f}x time {bm.fmt_mb(r['peak_bytes']):>8s} MB", flush=True)
+                              f"{1 / r['speedup_vs_attn']:5.2f}x time {bm.fmt_mb(r['peak_bytes']):>8s} MB",
+                              flush=True)
                     rows.append(r)
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t0

@@ -5,7 +5,7 @@ mixer against the stock fairseq ``MultiheadAttention`` (``attn``), over sequence
     mixer-bench mixers --quick              # smoke run (seconds), prints only
     mixer-bench mixers --device cuda        # GPU: cuda.synchronize + max_memory_allocated
     mixer-bench mixers --lengths 64,1024 --tokens 8192 --md /tmp/x.md
-    mixer-bench mixers --from-json results/bench_mixers_cpu.json   # re-render the table and plot, no timing
+    mixer-bench mixers --from-json results/bench_mixers_cpu.json   # re-render its table and plot, time nothing
 
 This is a benchmark, not a test: it asserts nothing about speed.
 
@@ -333,6 +333,25 @@ def fmt_mb(b):
     return f"{b / 2**20:.1f}"
 
 
+def flops_cell(lab, r) -> str:
+    """Forward multiply-adds per token, achieved GFLOP/s and, against ``attn``, the FLOP
+    ceiling (the speed-up at equal FLOP rates) and the share of it reached."""
+    head = f"{r['macs_per_token'] / 1e6:.2f}M/tok, {r['gflops']:.0f} GFLOP/s"
+    return head if lab == "attn" else f"{head}, ceiling {r['ceiling_vs_attn']:.2f}x, {r['of_ceiling']:.0%}"
+
+
+FLOPS_NOTE = ("Per cell: forward multiply-adds per token (`MixerBase.macs`; stock attn: 4D^2 + scores and value sums "
+              "over its keys), the achieved GFLOP/s of forward+backward (3x forward, 2 FLOPs per multiply-add), the "
+              "ceiling = attn's multiply-adds / the mixer's (the speed-up if both ran at the same FLOP rate), and the "
+              "measured speed-up as a share of that ceiling.")
+
+
+def peak_line(meta) -> str:
+    if meta.get("peak_rule") is None:  # runs from before the peak was recorded
+        return "Machine peak: not recorded by this run."
+    return f"Machine peak: {meta['peak_rule']}."
+
+
 def markdown(meta, rows, labels):
     out = []
     out.append(f"# Token-mixer micro-benchmark ({meta['device']})\n")
@@ -397,22 +416,13 @@ def markdown(meta, rows, labels):
             out.append("")
 
     out.append("## FLOPs: each mixer against its own ceiling\n")
-    out.append(f"Machine peak: {meta['peak_rule']}.  Per (role, L): forward multiply-adds per token "
-               "(`MixerBase.macs`; stock attn: 4D^2 + scores and value sums over its keys), the achieved "
-               "GFLOP/s of forward+backward (3x forward, 2 FLOPs per multiply-add), the ceiling = attn's "
-               "multiply-adds / the mixer's (the speed-up if both ran at the same FLOP rate), and the "
-               "measured speed-up as a share of that ceiling.\n")
+    out.append(f"{peak_line(meta)}  {FLOPS_NOTE}\n")
     for role in [r.value for r in ROLES]:
         rr = [r for r in rows if r["role"] == role and "median_s" in r]
         present = [lab for lab in labels if lab != MATH and any(r["mixer"] == lab for r in rr)]
         if not rr:
             continue
         out.append(f"### {role}\n")
-
-        def flops_cell(lab, r):
-            head = f"{r['macs_per_token'] / 1e6:.2f}M/tok, {r['gflops']:.0f} GFLOP/s"
-            return head if lab == "attn" else f"{head}, ceiling {r['ceiling_vs_attn']:.2f}x, {r['of_ceiling']:.0%}"
-
         out += length_table(rr, present, flops_cell) + [""]
 
     out.append("## Goal check\n")
@@ -463,6 +473,10 @@ def markdown(meta, rows, labels):
     return "\n".join(out)
 
 
+def mixer_labels(meta) -> list:
+    return [lab for lab, _ in meta["mixers"]]
+
+
 def plot(meta, rows, labels, path) -> None:
     """Speed-up over stock ``attn`` against L (top) and the share of each mixer's FLOP
     ceiling it reaches (bottom), one column per role, from the same rows as the tables."""
@@ -500,16 +514,18 @@ def plot(meta, rows, labels, path) -> None:
     plt.close(fig)
 
 
-def replot(json_path, md_path=None) -> None:
-    """The table and plot of a finished run, re-rendered from its JSON (nothing is timed):
-    for a change of presentation, so the committed figures stay the ones measured."""
-    payload = json.loads(Path(json_path).read_text())
+def rerender(ap, args, render):
+    """A finished run's table re-rendered from its JSON (``--from-json``), nothing timed:
+    for a change of presentation, so the committed figures stay the ones measured.
+    ``render(meta, rows)`` is the benchmark's markdown; returns (meta, rows, md path)."""
+    if not os.path.isfile(args.from_json):
+        ap.error(f"--from-json: no such file {args.from_json}")
+    payload = json.loads(Path(args.from_json).read_text())
     meta, rows = payload["meta"], payload["rows"]
     meta.setdefault("dtype", "float32")  # files written before --dtype existed were fp32
-    labels = [lab for lab, _ in meta["mixers"]]
-    md_path = md_path or str(Path(json_path).with_suffix(".md"))
-    write_outputs(md_path, None, markdown(meta, rows, labels), payload)
-    plot(meta, rows, labels, Path(md_path).with_suffix(".png"))
+    md_path = args.md or str(Path(args.from_json).with_suffix(".md"))
+    write_outputs(md_path, None, render(meta, rows), payload)
+    return meta, rows, md_path
 
 
 def git_describe():
@@ -584,6 +600,8 @@ def add_group_args(ap: argparse.ArgumentParser, name: str, default_lengths: str)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
     ap.add_argument("--dtype", choices=list(DTYPES), default="float32",
                     help="the modules, inputs and masks in this dtype (what --fp16 / --bf16 do to a model)")
+    ap.add_argument("--from-json", metavar="JSON",
+                    help="time nothing: re-render a finished run's table (to --md, default beside the JSON)")
     ap.add_argument("--md", help=f"markdown output (default results/{name}_<device>[_<dtype>].md)")
     ap.add_argument("--json", help=f"json output (default results/{name}_<device>[_<dtype>].json)")
 
@@ -610,13 +628,10 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: L=32,64, 256 tokens, 1 warmup, 1 repeat, no attn[math]; prints, writes nothing "
                          "unless --md/--json are given")
-    ap.add_argument("--from-json", metavar="JSON",
-                    help="time nothing: re-render the table (--md, default beside the JSON) and plot of a finished run")
     args = ap.parse_args(argv)
     if args.from_json:
-        if not os.path.isfile(args.from_json):
-            ap.error(f"--from-json: no such file {args.from_json}")
-        return replot(args.from_json, args.md)
+        meta, rows, md_path = rerender(ap, args, lambda meta, rows: markdown(meta, rows, mixer_labels(meta)))
+        return plot(meta, rows, mixer_labels(meta), Path(md_path).with_suffix(".png"))
 
     if args.quick:
         args.lengths = args.lengths or "32,64"

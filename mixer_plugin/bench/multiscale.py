@@ -5,6 +5,7 @@ materialised (``attn[math]``), over sequence length, all in one run.
     mixer-bench multiscale               # writes results/bench_multiscale_<device>.{md,json}
     mixer-bench multiscale --quick       # smoke run (seconds), prints only
     mixer-bench multiscale --lengths 512,2048 --md /tmp/x.md --json /tmp/x.json
+    mixer-bench multiscale --from-json results/bench_multiscale_cpu.json   # re-render its table, time nothing
 
 A benchmark, not a test: it asserts nothing.  The measuring code (round-robin timing,
 peak memory from the CPU allocator's events or CUDA's peak counter, the attn[math]
@@ -24,7 +25,6 @@ The decoder runs the same scales with ratios of the prefix (the decoder's readin
 
 import argparse
 import os
-import sys
 import time
 
 
@@ -109,6 +109,12 @@ def markdown(meta, rows, labels):
         exps = [bm.mem_exponent(rows, lab, role) for lab in labels]
         out.append("| exp | | " + " | ".join("" if e is None else f"{e:.2f}" for e in exps) + " |")
         out.append("\n`exp`: slope of log(peak bytes per sequence) against log L (1 linear, 2 quadratic).\n")
+    out.append("## FLOPs: each variant against its own ceiling\n")
+    out.append(f"{bm.peak_line(meta)}  {bm.FLOPS_NOTE}\n")
+    for role in meta["roles"]:
+        rr = [r for r in rows if r["role"] == role and "median_s" in r]
+        present = [lab for lab in labels if lab != bm.MATH and any(r["mixer"] == lab for r in rr)]
+        out += [f"### {role}\n"] + bm.length_table(rr, present, bm.flops_cell) + [""]
     out.append("## Goal check (issue 5)\n")
     out.append(f"`{GOAL_LABEL}` (the paper's small-scale-heavy first layer), encoder and decoder:\n")
     out.append("| role | mem / attn, L=2048 | mem / attn[math], L=2048 (goal <= 0.25) | speedup vs attn, "
@@ -141,6 +147,8 @@ def main(argv=None):
     ap.add_argument("--variants", help="comma-separated labels of the multi-scale variants (default: all)")
     ap.add_argument("--quick", action="store_true", help="L=128,256, 512 tokens, 1 repeat; prints only")
     args = ap.parse_args(argv)
+    if args.from_json:
+        return bm.rerender(ap, args, lambda meta, rows: markdown(meta, rows, bm.mixer_labels(meta)))
     if args.quick:
         args.lengths = args.lengths or "128,256"
         args.tokens, args.repeats, args.repeats_large = 512, 1, 1
@@ -158,6 +166,7 @@ def main(argv=None):
     t0 = time.time()
     meta = {
         **bm.run_meta(device),
+        **bm.machine_peak(device),
         "dim": args.dim, "heads": args.heads, "dtype": args.dtype, "lengths": lengths, "roles": [r.value for r in roles],
         "batch_rule": f"fixed B={args.batch}" if args.batch else f"constant tokens, B = max(1, {args.tokens} // L)",
         "warmup": args.warmup, "repeats_rule": f"{args.repeats} (L < {args.large_from}) / {args.repeats_large}",

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from ..mixers.ngram import window_conv, window_gemm
 from ..paths import CHECKOUT
-from .mixers import command_line, run_meta, write_outputs
+from .mixers import run_meta, write_outputs
 
 # Each takes ext (T+W-1, B, K*d) and weight (K, W, d, d_out) -> (T, B, K*d_out).
 

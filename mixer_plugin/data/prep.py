@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..paths import CHECKOUT, SHARED_DATA, WORK, shown  # noqa: F401  (SHARED_DATA: the recipes' default)
+from ..paths import SHARED_DATA, WORK, shown  # noqa: F401  (SHARED_DATA: the recipes' default)
 
 
 class PrepError(Exception):

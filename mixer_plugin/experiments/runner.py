@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..paths import CHECKOUT, WORK, shown
+from ..paths import CHECKOUT, shown
 from . import results as results_module
 from .spec import Experiment, ExperimentError, Model, load
 from .stages import PLUGIN, Stage, StageError, execute, flag_value, prepare_stage, run_dir, run_stages, shell

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import State, WindowMixer
+from .base import WindowMixer
 from .registry import MixerContext, MixerSpecError, check_positive, option, register_mixer
 
 
