@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -392,11 +393,177 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
     monkeypatch.setattr(runner, "CHECKOUT", tmp_path)
     monkeypatch.setattr(runner.results_module, "write", write)
     fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=lambda line: None))
-    runner.Runner.write_results(fake, commit="a finished")
+    runner.Runner._write_results(fake, commit="a finished")
     capfd.readouterr()
-    runner.Runner.write_results(fake, commit="re-rendered")
+    runner.Runner._write_results(fake, commit="re-rendered")
     assert capfd.readouterr().out == ""  # nothing to commit, nothing said
     table["text"] = "| b |\n"
-    runner.Runner.write_results(fake, commit="b finished")
+    runner.Runner._write_results(fake, commit="b finished")
     assert git("log", "--format=%s").split("\n")[:3] == ["b finished", "a finished", "start"]
     assert git("status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------- results from fake runs
+# The tests below build run folders by hand (hypotheses and scores, no training), so they
+# pin the results' bookkeeping in seconds: which runs each p-value compares, which
+# baseline each row names, when a cached bootstrap is stale, what a restore may reuse.
+WORDS = "der die das haus katze hund baum auto ist gut schnell".split()
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """write(models, hyp noise per model) -> the loaded experiment, with every (model,
+    seed) given a finished-looking run folder in a private work/."""
+    import random
+
+    from mixer_plugin.experiments import results, spec, stages
+
+    monkeypatch.setattr(stages, "WORK", tmp_path / "work")
+    monkeypatch.setattr(results, "make_plots", lambda *a: [])
+    root = tmp_path / "work" / "data" / "debian_en_de"
+    (root / "ref").mkdir(parents=True)
+    (root / "prep.json").write_text(json.dumps({"src": "en", "tgt": "de",
+                                                "references": {"test": {"detok": "ref/test.de"}}}))
+    rnd = random.Random(0)
+    refs = [" ".join(rnd.choice(WORDS) for _ in range(8)) for _ in range(60)]
+    (root / "ref" / "test.de").write_text("\n".join(refs) + "\n")
+
+    def write(models, noise, baseline="A"):
+        for name, m in models.items():
+            for seed in m.get("seeds", [1]):
+                gen = tmp_path / "work" / "tiny" / name / f"seed{seed}" / "gen-test"
+                gen.mkdir(parents=True, exist_ok=True)
+                r = random.Random(f"{name}{seed}")
+                hyp = [" ".join(w if r.random() > noise[name] else "xx" for w in line.split()) for line in refs]
+                (gen / "hyp.txt").write_text("\n".join(hyp) + "\n")
+                (gen / "score.json").write_text(json.dumps({"bleu": 100 * (1 - noise[name]) + seed}))
+        path = tmp_path / "tiny.yaml"
+        path.write_text(yaml.safe_dump({"name": "tiny", "data": "debian_en_de", "results": str(tmp_path / "tiny.md"),
+                                        "score": {"metrics": ["bleu"], "baseline": baseline},
+                                        "models": {n: {"arch": "mixer_small_attn", **m} for n, m in models.items()}}))
+        return spec.load(path)
+
+    return write
+
+
+def kept_baseline(run: Path, name="bootstrap.json") -> str:
+    """<model>/seed<N> of the baseline run a cached bootstrap compared against."""
+    return "/".join(Path(json.loads((run / "gen-test" / name).read_text())["baseline"]).parts[-4:-2])
+
+
+def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
+    """A row with a baseline of its own (interacting_heads' 16-head rows against 16-head
+    MHA) is not printed under the file's baseline; its seed-by-seed rows show its own
+    baseline's scores; and a row whose first seed is not the baseline's pairs each seed
+    with the same seed (both printed the first seeds' test as a same-seed one)."""
+    from mixer_plugin.experiments import results
+
+    exp = fake({"A": {"seeds": [1, 2, 3]}, "B": {"seeds": [2, 3]},
+                "C": {"seeds": [1, 2], "score": {"baseline": "C"}}, "D": {"seeds": [1, 2], "score": {"baseline": "C"}}},
+               {"A": 0.1, "B": 0.3, "C": 0.6, "D": 0.5})
+    results.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    table = rows(md)
+    assert "| p vs the row's baseline |" in md
+    assert "| baseline |" in table["A"] and "| baseline |" in table["C"]
+    assert re.search(r"\| BLEU \d\.\d{3} vs `C` \|", table["D"]) and re.search(r"\| BLEU \d\.\d{3} vs `A` \|", table["B"])
+    # the claims' test compares first seeds (B's 2 with A's 1); seed by seed, each run meets
+    # the baseline's run of the same seed, and the table prints that baseline's scores
+    work = tmp_path / "work" / "tiny"
+    assert kept_baseline(work / "B" / "seed2") == "A/seed1"
+    assert kept_baseline(work / "B" / "seed2", "bootstrap-same-seed.json") == "A/seed2"
+    assert kept_baseline(work / "B" / "seed3") == "A/seed3"
+    assert "Seed by seed against `C`" in md
+    assert re.search(r"^\| `D` \| 2 \| 52\.00 \| 42\.00 \| \+10\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert re.search(r"^\| `B` \| 2 \| 72\.00 \| 92\.00 \| -20\.00 \| \d\.\d{3} \|$", md, re.M), md
+
+
+def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):
+    """The bootstrap cache held while its file was newer than both hypotheses: a changed
+    baseline kept the old row's p-value under the new baseline's name."""
+    from mixer_plugin.experiments import results
+
+    models = {"A": {}, "B": {}, "C": {}}
+    noise = {"A": 0.3, "B": 0.3, "C": 0.6}
+    from mixer_plugin.experiments import spec
+
+    exp = fake(models, noise, baseline="A")
+    results.write(exp)
+    run = tmp_path / "work" / "tiny" / "B" / "seed1"
+    assert kept_baseline(run) == "A/seed1"
+    raw = yaml.safe_load(exp.path.read_text())  # the same runs, another baseline
+    raw["score"]["baseline"] = "C"
+    exp.path.write_text(yaml.safe_dump(raw))
+    results.write(spec.load(exp.path))
+    assert kept_baseline(run) == "C/seed1"
+
+
+def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
+    """A committed decode records its own commands, which do not show the training it
+    decoded: once that training's flags change, the decode must run again, not come back
+    from the commit beside the retrained model."""
+    from mixer_plugin.experiments import results, runner, spec
+
+    import shutil
+
+    exp = fake({"A": {}}, {"A": 0.3})
+    shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
+    raw = yaml.safe_load(exp.path.read_text())
+    raw["models"]["A_hard"] = {"decode_of": "A", "overrides": {"decoder_cross_mixers": "hard"}}
+    exp.path.write_text(yaml.safe_dump(raw))
+    exp = spec.load(exp.path)
+    for label, chain in runner.Runner(exp, 1, 1).chains():  # both committed with today's commands
+        kept = results.kept_runs(exp) / label
+        kept.mkdir(parents=True)
+        (kept / "stages.json").write_text(json.dumps({s.name: {"commands": s.commands} for s in chain}))
+    dry = runner.Runner(exp, 1, 1, dry_run=True)
+    assert dry.restore(dry.chains()) == {"A/seed1", "A_hard/seed1"}
+    raw["models"]["A"]["train"] = "--dropout 0.3"
+    exp.path.write_text(yaml.safe_dump(raw))
+    dry = runner.Runner(spec.load(exp.path), 1, 1, dry_run=True)
+    assert dry.restore(dry.chains()) == set()
+
+
+def test_the_jobs_write_the_results_one_at_a_time(monkeypatch):
+    """Two jobs finishing together re-rendered the results file, ran the same bootstraps
+    and called git at once (git's index.lock refused one; a temp file vanished under the
+    other)."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments import runner
+
+    inside, most = [0], [0]
+
+    def write(exp):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        inside[0] -= 1
+
+    monkeypatch.setattr(runner.results_module, "write", write)
+    exp = SimpleNamespace(models={}, path=Path("x.yaml"))
+    r = runner.Runner(exp, 2, 1)
+    threads = [threading.Thread(target=r.write_results) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+
+
+def test_commands_name_the_interpreter_one_way(tmp_path, monkeypatch):
+    """Started as `python3 -m ...` after `mixer-run` (whose interpreter is `python`), every
+    recorded command differed in its first word, so every finished stage read as changed
+    and its run was moved aside and trained again."""
+    from mixer_plugin import paths
+    from mixer_plugin.experiments import stages
+
+    (tmp_path / "python").symlink_to(sys.executable)
+    (tmp_path / "python3").symlink_to(sys.executable)
+    for name in ("python", "python3"):
+        monkeypatch.setattr(sys, "executable", str(tmp_path / name))
+        assert paths.interpreter() == str(tmp_path / "python")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
+    assert stages.fairseq("train")[0] == paths.PYTHON  # what the stamps record

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Dict, List, Tuple
 
-from ..paths import CHECKOUT
+from ..paths import CHECKOUT, PYTHON
 from .prep import PrepError, main_wrapper
 
 FOLDER = CHECKOUT / "data-prep"
@@ -48,7 +48,7 @@ def command(name: str, extra=()) -> List[str]:
     if name not in table:
         raise PrepError(f"unknown data recipe {name!r} (known: {', '.join(sorted(table))})")
     script, fixed = table[name]
-    return [sys.executable, str(script), *fixed, *map(str, extra)]
+    return [PYTHON, str(script), *fixed, *map(str, extra)]
 
 
 def main(argv=None):

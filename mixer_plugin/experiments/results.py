@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,14 +157,21 @@ def bootstrap(exp: Experiment, results: List[ModelResult]):
         if exp.kind == "classification" or base is None or base is r or not r.runs or not base.runs:
             continue
         i, j = first_run(r), first_run(base)
-        pairs = {}
         if i is not None and j is not None:
             r.extra["bootstrap"], r.extra["bootstrap_command"] = paired_bootstrap(r, base, "bootstrap.json", i, j)
-            pairs[r.runs[i].name] = r.extra["bootstrap"]
+        # seed by seed: each run against the baseline's run of the same seed.  The first
+        # seeds' test above is one of these only when both rows list the same first seed;
+        # otherwise that run's same-seed test gets a file of its own
+        pairs = {}
         base_runs = {run.name: k for k, run in enumerate(base.runs)}
         for k, run in enumerate(r.runs):
-            if k != i and run.name in base_runs:
-                pairs[run.name] = paired_bootstrap(r, base, "bootstrap.json", k, base_runs[run.name])[0]
+            if run.name not in base_runs:
+                continue
+            if k == i and base_runs[run.name] == j:
+                pairs[run.name] = r.extra["bootstrap"]
+            else:
+                name = "bootstrap.json" if k != i else "bootstrap-same-seed.json"
+                pairs[run.name] = paired_bootstrap(r, base, name, k, base_runs[run.name])[0]
         r.extra["seed_pairs"] = pairs
     for r in results:
         for claim in r.model.claims:
@@ -190,8 +198,9 @@ def first_run(r: ModelResult) -> Optional[int]:
 
 def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0):
     """mixer-score's paired bootstrap of r's run ``run`` (default: its first seed) against
-    other's run ``other_run``, cached in r's generation folder until either hypothesis file
-    changes."""
+    other's run ``other_run``, cached in r's generation folder while it is the same test:
+    against the same model and seed, on the same metrics, and neither hypothesis file
+    changed since."""
     from .. import scoring
 
     root = data_root(r.model.data, r.model.prepare)
@@ -202,10 +211,24 @@ def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0
             ",".join(m for m in r.model.score.metrics if m in ("bleu", "chrf", "ter", "rouge", "rougeL")),
             "--baseline", str(other_gen / "hyp.txt"), "--json", str(gen / name)]
     cached = gen / name
-    if not (cached.is_file() and cached.stat().st_mtime >= max((gen / "hyp.txt").stat().st_mtime,
-                                                                  (other_gen / "hyp.txt").stat().st_mtime)):
+    if not cache_holds(cached, other_gen / "hyp.txt", [gen / "hyp.txt"], argv[argv.index("--metrics") + 1]):
         scoring.main(argv)
     return json.loads(cached.read_text()).get("bootstrap", {}), "mixer-score " + shell(argv)
+
+
+def cache_holds(cached: Path, baseline: Path, hyps: List[Path], metrics: str) -> bool:
+    """Whether a cached bootstrap is the test asked for.  The baseline is compared by its
+    last four path parts (<model>/seed<N>/gen-<subset>/hyp.txt), which name the same run on
+    any machine (a committed cache comes back with another machine's absolute paths)."""
+    if not cached.is_file():
+        return False
+    try:
+        rec = json.loads(cached.read_text())
+    except ValueError:
+        return False
+    return (Path(rec.get("baseline", "")).parts[-4:] == baseline.parts[-4:]
+            and rec.get("metrics") == metrics.split(",")
+            and cached.stat().st_mtime >= max(p.stat().st_mtime for p in [baseline, *hyps]))
 
 
 # ---------------------------------------------------------------- claims
@@ -290,9 +313,10 @@ def write(exp: Experiment) -> Optional[Path]:
     md = markdown(exp, results, out, plots)
     if out.is_file() and unstamped(out.read_text(encoding="utf-8")) == unstamped(md):
         return out  # nothing but the time changed: the stamp stays that of the last change (and --commit commits nothing)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(md, encoding="utf-8")
-    tmp.replace(out)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out.parent, prefix=f".{out.name}.",
+                                     delete=False) as tmp:
+        tmp.write(md)
+    Path(tmp.name).replace(out)
     return out
 
 
@@ -367,14 +391,16 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
 def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path]) -> str:
     first = results[0].model
     ks = keys(exp, first)
-    base = first.score.baseline
-    base_r = next((r for r in results if r.model.name == base), None)
+    baselines = list(dict.fromkeys(r.model.score.baseline for r in results if r.model.score.baseline))
+    # one baseline names the column; rows with baselines of their own (interacting_heads'
+    # 16-head rows against 16-head MHA) name theirs in the cell
+    base = baselines[0] if len(baselines) == 1 else None
     md = [f"# {exp.title}", ""]
     if exp.description:
         md += [exp.description, ""]
     head = ["model", "params", "updates", "seeds", "valid loss"] + [PRIMARY[k] for k in ks]
-    if base and exp.kind != "classification":
-        head.append(f"p vs {base}")
+    if baselines and exp.kind != "classification":
+        head.append(f"p vs {base}" if base else "p vs the row's baseline")
     head += ["train wps", "decode sent/s", "paper"]
     with_claims = any(r.model.claims for r in results)
     if with_claims:
@@ -386,22 +412,25 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         cells = [f"`{r.model.name}`", f"{r.log['params']:,}" if r.log["params"] else "–",
                  str(r.log["last_update"]) if r.runs else "–", str(len(r.runs)),
                  f"{valid[-1]['loss']:.3f}" if valid else "–", *[fmt_score(r, k) for k in ks]]
-        if base and exp.kind != "classification":
+        if baselines and exp.kind != "classification":
             boot = r.extra.get("bootstrap", {})
-            cells.append("baseline" if r is base_r else ", ".join(
-                f"{PRIMARY.get(k, k)} {v['p_value']:.3f}" for k, v in boot.items()
-                if k in ("bleu", "rouge1", "rougeL")) or "–")
+            own = r.model.score.baseline
+            p = ", ".join(f"{PRIMARY.get(k, k)} {v['p_value']:.3f}" for k, v in boot.items()
+                          if k in ("bleu", "rouge1", "rougeL"))
+            cells.append("baseline" if own == r.model.name or (own is None and r.model.name in baselines)
+                         else "–" if not p else p if base else f"{p} vs `{own}`")
         wps, dec = r.wps(), [d for d in r.decode if d]
         cells += [f"{wps:,.0f}" if wps else "–", f"{statistics.mean(dec):.1f}" if dec else "–", r.model.paper or ""]
         if with_claims:
             cells.append(claim_cells(r, by_name) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
-    md += seed_pairs_table(results, base_r)
+    for name in baselines:
+        md += seed_pairs_table([r for r in results if r.model.score.baseline == name], by_name[name])
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = ["- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
-             "(1000 samples), each model's first seed against the baseline's"] if base else []
+             "(1000 samples), each model's first seed against the baseline's"] if baselines else []
     if with_claims:
         notes.append(f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
                      f"bootstrap's p < {ALPHA} (first seeds) and, where either row has several seeds, the gap between "

@@ -103,6 +103,7 @@ class Runner:
                  commit=False):
         self.exp, self.jobs, self.threads = exp, jobs, threads
         self.dry_run, self.commit = dry_run, commit
+        self.writing = threading.Lock()
         missing = set(only or ()) - set(exp.models)
         if missing:
             raise ExperimentError(f"{exp.path}: --only names no model {sorted(missing)[0]!r}")
@@ -147,9 +148,17 @@ class Runner:
         copy records today's commands is copied back into ``work/``, with a
         ``.stages/restored.json`` that marks it.  A selected decode still to run needs
         the checkpoints of the run it decodes: that run is trained again."""
-        everything = Runner(self.exp, self.jobs, self.threads, dry_run=True)
-        restored = {label for label, chain in everything.chains()
-                    if restore_run(self.exp, *self.model_seed(label), chain, copy=not self.dry_run)}
+        everything = dict(Runner(self.exp, self.jobs, self.threads, dry_run=True).chains())
+        restored = set()
+        for label, chain in everything.items():  # trained models first, then their decodes
+            model, seed = self.model_seed(label)
+            source = f"{model.decode_of}/seed{seed}"
+            # a committed decode records its own commands, not the training it decoded: it
+            # counts only while that training is today's too (restored, or done here)
+            if model.decode_of and source not in restored and not all(s.done() for s in everything[source]):
+                continue
+            if restore_run(self.exp, model, seed, chain, copy=not self.dry_run):
+                restored.add(label)
         pending = [c for label, c in chains if label not in restored and not all(s.done() for s in c)]
         for chain in pending:
             for dep in (d for s in chain for d in s.after if d.name == "train" and d not in chain):
@@ -202,6 +211,7 @@ class Runner:
 
         def run_chain(label, chain):
             nonlocal ok
+            ran = not all(s.done() for s in chain)
             for i, stage in enumerate(chain):
                 for dep in stage.after:  # a decode waits for the training it decodes
                     if id(dep) in events and dep not in chain:
@@ -212,7 +222,7 @@ class Runner:
                         events[id(s)].set()
                     return
                 events[id(stage)].set()
-            if self.commit:
+            if self.commit and ran:
                 self.write_results(commit=f"{exp.name}: {label} finished")
 
         # A decode of another model's checkpoints (decode_of) runs in the job of the training
@@ -271,6 +281,11 @@ class Runner:
 
     # ------------------------------------------------------------------ results
     def write_results(self, commit=None):
+        # one at a time: the jobs share the results file, its bootstrap caches and git's index
+        with self.writing:
+            self._write_results(commit)
+
+    def _write_results(self, commit=None):
         path = results_module.write(self.exp)
         if path is not None:
             self.progress.say(f"results: {shown(path)}")

@@ -23,13 +23,12 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..paths import WORK, shown
+from ..paths import PYTHON, WORK, shown
 from .spec import Experiment, Model
 
 PLUGIN = Path(__file__).resolve().parents[1]  # --user-dir
@@ -93,7 +92,7 @@ def flag_value(argv: List[str], flag: str) -> Optional[str]:
 def shell(argv: List[str]) -> str:
     """A command as a user types it: this interpreter as ``python``, paths inside the
     checkout relative to it."""
-    return shlex.join("python" if str(a) == sys.executable else shown(a) if os.path.isabs(str(a)) else str(a)
+    return shlex.join("python" if str(a) == PYTHON else shown(a) if os.path.isabs(str(a)) else str(a)
                       for a in argv)
 
 
@@ -118,7 +117,7 @@ def prep_manifest(root: Path) -> dict:
 def fairseq(tool: str) -> List[str]:
     """``fairseq-<tool>`` as a module of this interpreter (the console scripts may be
     missing from PATH in a virtualenv that is not activated)."""
-    return [sys.executable, "-m", f"fairseq_cli.{tool}"]
+    return [PYTHON, "-m", f"fairseq_cli.{tool}"]
 
 
 def ngpu() -> int:
@@ -216,7 +215,7 @@ def decode_commands(exp: Experiment, model: Model, root: Path, save: Path, out: 
         [*fairseq("generate"), str(root / "bin"), *task_flags(exp, prep), "--path", str(checkpoint(model, save)),
          "--gen-subset", subset, "--nbest", "1", "--required-batch-size-multiple", "1", *model.generate.flags,
          *overrides, *cpu, "--results-path", str(out)],
-        [sys.executable, "-m", "mixer_plugin.data.postprocess", str(out / f"generate-{subset}.txt"),
+        [PYTHON, "-m", "mixer_plugin.data.postprocess", str(out / f"generate-{subset}.txt"),
          "--prep", str(root / "prep.json"), "--split", subset, "--out-dir", str(out)],
     ]
 
@@ -225,7 +224,7 @@ def score_command(exp: Experiment, model: Model, root: Path, out: Path) -> List[
     prep = prep_manifest(root)
     subset = model.generate.subset
     ref = prep.get("references", {}).get(subset, {"detok": f"ref/{subset}.TGT", "tok": f"ref/{subset}.tok.TGT"})
-    argv = [sys.executable, "-m", "mixer_plugin.scoring", str(out / "hyp.txt"), str(root / ref["detok"]),
+    argv = [PYTHON, "-m", "mixer_plugin.scoring", str(out / "hyp.txt"), str(root / ref["detok"]),
             "--metrics", ",".join(m for m in model.score.metrics if m != "tok_bleu"), "--json",
             str(out / "score.json"), "--label", model.name]
     if model.score.tokenized or "tok_bleu" in model.score.metrics:
@@ -263,7 +262,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
     last = trained
     if model.generate.average_last > 1:
         n = model.generate.average_last
-        last = Stage("average", [[sys.executable, "-m", "mixer_plugin.experiments.checkpoints", str(save),
+        last = Stage("average", [[PYTHON, "-m", "mixer_plugin.experiments.checkpoints", str(save),
                                   "--last", str(n), "--output", str(checkpoint(model, save))]],
                      stamps / "average.log", [checkpoint(model, save)], [trained], stamp=stamps / "average.json")
         stages.append(last)
