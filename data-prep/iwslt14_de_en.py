@@ -7,6 +7,7 @@ What fairseq's prepare-iwslt14.sh does, step for step (Moses tools via sacremose
 * the TED talks of ``de-en.tgz`` (WIT3, 2014-01): training text from ``train.tags.de-en.*``
   without the ``<url>``, ``<talkid>``, ``<keywords>`` lines and with ``<title>`` /
   ``<description>`` tags stripped; the other sets from the ``<seg>`` lines of the xml files;
+* in the xml sets ’ becomes ' (the script's sed); no punctuation normalisation;
 * Moses tokenisation (no -a), lowercasing, clean-corpus-n ratio 1.5, 1-175 tokens (train);
 * valid = every 23rd pair of the cleaned training text, train = the rest;
 * test = dev2010 + TEDX dev2012 + tst2010 + tst2011 + tst2012, concatenated;
@@ -39,8 +40,9 @@ def main(argv=None):
     spec = Parallel("de", "en", {"train": "train.tags.de-en (cleaned, without every 23rd pair)",
                                  "valid": "every 23rd pair of the cleaned train",
                                  "test": "+".join(TEST_SETS)},
-                    tokenize="moses", aggressive_dash=False, clean=(1, 175, 1.5), valid_every=23)
-    run_pipeline(ws, spec, lambda out: write_ted(ws, out, ARCHIVE, "de", "en", {"test": TEST_SETS}))
+                    tokenize="moses", aggressive_dash=False, normalize=False, clean=(1, 175, 1.5), valid_every=23,
+                    extra={"xml_apostrophe": True})
+    run_pipeline(ws, spec, lambda out: write_ted(ws, out, ARCHIVE, "de", "en", {"test": TEST_SETS}, apostrophe=True))
 
 
 if __name__ == "__main__":

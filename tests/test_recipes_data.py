@@ -101,6 +101,12 @@ def test_iwslt14_edunov_setup(tmp_path):
     # references: raw text of the test sets and its tokenized, lowercased form
     assert nlines(root / "ref" / "test.en") == nlines(root / "ref" / "test.tok.en") == 50
     assert m["subword"] == "bpe" and m["lowercase"] is True
+    # prepare-iwslt14.sh runs no normalize-punctuation.perl (it moves commas into quotes)
+    assert json.loads((root / ".steps" / "tok.json").read_text())["options"]["normalize"] is False
+    # the same command again skips every step (the length-cleaning options, a tuple, read
+    # back from the step marker as a list and made every rerun of a cleaning recipe fail)
+    again = run_recipe("iwslt14_de_en", "--downloads", dl, "--root", root, "--vocab", "200", "--no-binarize")
+    assert again.stdout.count("done before, skipped") == 3
 
 
 def test_iwslt16_truecase_sentencepiece(tmp_path):
@@ -389,6 +395,65 @@ def test_steps_resume_and_refuse_mixed_options(tmp_path):
     assert other.returncode == 2 and "step subword" in other.stderr and "--force" in other.stderr
     forced = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize", "--force")
     assert "done before" not in forced.stdout
+    # the other direction in the same root: it reused the raw step and wrote a manifest
+    # whose references (ref/test.en) had never been written
+    back = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize",
+                      "--src", "de", check=False)
+    assert back.returncode == 2 and "step raw" in back.stderr and "--force" in back.stderr
+    # a step whose output is there but whose marker is not (killed in between) is redone
+    (root / ".steps" / "subword.json").unlink()
+    redone = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize")
+    assert "subword: done in" in redone.stdout and (root / ".steps" / "subword.json").is_file()
+
+
+def test_bundled_corpus_is_the_default_without_the_shared_folder(monkeypatch):
+    """A fresh clone has no shared data folder beside it: debian_en_de must read the copy in
+    data/debian-en-de (it looked for data/en-de, so the quickstart stopped at its first
+    stage), per-source test scores included."""
+    from mixer_plugin.data import debian, recipes
+
+    seen = {}
+    monkeypatch.setattr(debian, "SHARED_DATA", REPO / "no-shared-data")
+    monkeypatch.setattr(debian, "run_pipeline", lambda ws, spec, write_raw: seen.update(spec=spec))
+    recipes.load_script(REPO / "data-prep" / "debian_en_de.py").main(["--root", "/tmp/unused"])
+    extra = seen["spec"].extra
+    assert extra["corpus"] == str(REPO / "data" / "debian-en-de")
+    sources = debian.test_sources(Path(extra["corpus"]), "en")
+    assert len(sources) == 3147 and sources[0] == "ddtp" and sources[-1] == "handbook"
+    with pytest.raises(SystemExit):  # the other Debian corpora are not bundled: one line naming --corpus
+        recipes.load_script(REPO / "data-prep" / "debian_sum.py").main(["--root", "/tmp/unused"])
+
+
+def test_moses_normalisation_is_an_option():
+    line = ['Er sagte: „Das ist gut“, dann "nein".']
+    assert prep_lib.moses_tokenize(line, "de", normalize=False) == ['Er sagte : „ Das ist gut “ , dann " nein " .']
+    assert "„" not in prep_lib.moses_tokenize(line, "de")[0]  # normalize-punctuation.perl, as the WMT scripts
+
+
+def test_a_damaged_gzip_is_one_line(tmp_path):
+    """A damaged deflate stream raises zlib.error, which is not an OSError: it escaped as a
+    traceback instead of the error that names the file."""
+    import gzip
+    import random
+    import zlib
+
+    rnd = random.Random(0)
+    data = gzip.compress("".join(" ".join(rnd.choice(EN).split()[:5]) + "\n" for _ in range(3000)).encode())
+    for offset in range(40, len(data) - 40):  # find a flip that breaks the stream itself, not just its CRC
+        bad = bytearray(data)
+        bad[offset:offset + 8] = bytes(8)
+        try:
+            gzip.decompress(bytes(bad))
+        except zlib.error:
+            break
+        except Exception:  # noqa: BLE001  (a CRC or length error: not the case under test)
+            continue
+    else:
+        pytest.skip("no byte flip gave zlib.error")
+    path = tmp_path / "train.en.gz"
+    path.write_bytes(bytes(bad))
+    with pytest.raises(prep_lib.PrepError, match="train.en.gz"):
+        prep_lib.read_lines(path)
 
 
 def test_failed_step_leaves_no_output(tmp_path):

@@ -93,6 +93,9 @@ def shared_corpus_main(recipe, doc, argv, folder, sides, extra_args=None, **spec
         extra_args(p)
     add_subword_args(p, kind="spm", vocab=8000, spm_type="unigram")
     args = p.parse_args(argv)
+    if not args.corpus.is_dir():
+        p.error(f"--corpus {args.corpus}: no such folder (without the shared data folder beside the checkout, "
+                "only data/debian-en-de is bundled)")
     src, tgt = spec_options.pop("direction", lambda a: sides)(args)
     ws = Workspace(resolve_root(args, recipe), args, recipe)
     sources = test_sources(args.corpus, src) if not spec_options.get("monolingual") else None

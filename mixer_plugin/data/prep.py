@@ -39,6 +39,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -57,12 +58,16 @@ def say(msg: str):
 # ----------------------------------------------------------------------- files
 @contextlib.contextmanager
 def atomic_path(path: Path):
-    """Yield a temporary sibling path; rename it onto ``path`` only on success."""
+    """Yield a temporary sibling path; rename it onto ``path`` only on success.  A folder
+    already at ``path`` (left by a run killed after this rename but before its step's
+    marker) is replaced whole: os.replace cannot rename onto a folder that is not empty."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         yield tmp
+        if tmp.is_dir() and path.is_dir():
+            shutil.rmtree(path)
         os.replace(tmp, path)
     finally:
         if tmp.is_dir():
@@ -94,7 +99,7 @@ def read_lines(path: Path) -> List[str]:
             return [line.rstrip("\n").rstrip("\r") for line in f]
     except FileNotFoundError:
         raise PrepError(f"missing file {path}") from None
-    except (UnicodeDecodeError, EOFError, OSError) as e:
+    except (UnicodeDecodeError, EOFError, OSError, zlib.error) as e:
         raise PrepError(f"cannot read {path}: {e}") from None
 
 
@@ -158,7 +163,7 @@ def verify(path: Path, name: Optional[str] = None) -> Optional[str]:
                 head = f.read(512).lstrip().lower()
             if head.startswith((b"<!doctype html", b"<html")) and not name.endswith((".html", ".xml", ".sgm")):
                 return "it is an HTML page, not the data (a login or confirmation page?)"
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, gzip.BadGzipFile) as e:
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, gzip.BadGzipFile, zlib.error) as e:
         return f"it is corrupt or truncated ({type(e).__name__}: {e})"
     return None
 
@@ -303,10 +308,14 @@ class Workspace:
         marker = self.steps / f"{name}.json"
         if marker.is_file():
             done = json.loads(marker.read_text())
-            if done.get("options") != options:
+            stored = done.get("options") or {}
+            # as the marker stores them (a tuple reads back as a list), less the options added
+            # since the marker was written
+            wanted = {k: v for k, v in json.loads(json.dumps(options)).items() if k in stored}
+            if stored != wanted:
                 raise PrepError(
                     f"step {name} in {self.root} was done with other options "
-                    f"({done.get('options')} vs {options}); pass --force or another --root"
+                    f"({stored} vs {options}); pass --force or another --root"
                 )
             say(f"{name}: done before, skipped")
             return done.get("info") or {}
@@ -365,13 +374,15 @@ def _moses(lang: str):
 
 
 def _tok_chunk(job):
-    lang, lines, lowercase, escape, aggressive = job
+    lang, lines, lowercase, escape, aggressive, normalize = job
     norm, tok = _moses(lang)
     out = []
     for line in lines:
-        # normalize-punctuation + remove-non-printing-char, then tokenizer -a (aggressive
-        # hyphen splitting: "a-b" -> "a @-@ b", as the WMT scripts of fairseq/tensor2tensor)
-        text = tok.tokenize(norm.normalize(line), aggressive_dash_splits=aggressive, return_str=True, escape=escape)
+        # normalize-punctuation + remove-non-printing-char (the WMT scripts; not
+        # prepare-iwslt14.sh), then tokenizer -a (aggressive hyphen splitting: "a-b" ->
+        # "a @-@ b", as the WMT scripts of fairseq/tensor2tensor)
+        text = tok.tokenize(norm.normalize(line) if normalize else line, aggressive_dash_splits=aggressive,
+                            return_str=True, escape=escape)
         text = " ".join(text.split())
         out.append(text.lower() if lowercase else text)
     return out
@@ -393,8 +404,9 @@ def pool_map(fn, jobs, workers: int):
 
 
 def moses_tokenize(lines: Sequence[str], lang: str, *, lowercase=False, escape=False, aggressive=True,
-                   workers=1) -> List[str]:
-    parts = pool_map(_tok_chunk, [(lang, c, lowercase, escape, aggressive) for c in _chunks(lines)], workers)
+                   normalize=True, workers=1) -> List[str]:
+    parts = pool_map(_tok_chunk, [(lang, c, lowercase, escape, aggressive, normalize) for c in _chunks(lines)],
+                     workers)
     return [line for part in parts for line in part]
 
 
@@ -520,6 +532,7 @@ class Parallel:
     truecase: bool = False
     monolingual: bool = False  # one-sided (classification): only src
     aggressive_dash: bool = True  # tokenizer.perl -a ("a-b" -> "a @-@ b")
+    normalize: bool = True  # normalize-punctuation.perl before tokenizing (the WMT scripts; not IWSLT'14's)
     valid_every: Optional[int] = None  # valid = every k-th pair of the cleaned train (Edunov et al.)
     presegmented: bool = False  # raw text already tokenized and split into subwords (Google's WMT16)
     truncate_src: Optional[int] = None  # keep the first k tokens of every source (See et al.: 400)
@@ -550,9 +563,12 @@ class Pipeline:
 
     def run(self, write_raw) -> dict:
         ws, spec, args = self.ws, self.spec, self.args
-        raw_info = ws.run_step("raw", {"splits": spec.splits, **spec.extra}, lambda: self.raw(write_raw))
+        # the direction too: the same root prepared the other way round reads other files
+        raw_info = ws.run_step("raw", {"splits": spec.splits, "src": spec.src, "tgt": spec.tgt, **spec.extra},
+                               lambda: self.raw(write_raw))
         tok_opts = {"tokenize": spec.tokenize, "lowercase": args.lowercase, "clean": spec.clean,
                     "truecase": spec.truecase, "escape": args.moses_escape, "aggressive": spec.aggressive_dash,
+                    "normalize": spec.normalize,
                     "valid_every": spec.valid_every, "truncate_src": spec.truncate_src}
         tok_info = ws.run_step("tok", tok_opts, self.tok)
         sub_opts = {"subword": args.subword, "vocab": args.vocab, "joint": not args.separate_vocab,
@@ -585,7 +601,8 @@ class Pipeline:
         args = self.args
         if self.spec.tokenize == "moses":
             return moses_tokenize(lines, lang, lowercase=args.lowercase, escape=args.moses_escape,
-                                  aggressive=self.spec.aggressive_dash, workers=args.workers)
+                                  aggressive=self.spec.aggressive_dash, normalize=self.spec.normalize,
+                                  workers=args.workers)
         return [(t.lower() if args.lowercase else t) for t in lines]
 
     def split_train(self, out, text, info):

@@ -13,8 +13,9 @@ def ted_train_lines(lines):
     return [_TAGS.sub("", line).strip() for line in lines if not any(t in line for t in _DROP)]
 
 
-def write_ted(ws, out, archive, src, tgt, test_sets):
-    """Training text and the named xml sets (``{split: [set, ...]}``, concatenated) of a WIT3 archive."""
+def write_ted(ws, out, archive, src, tgt, test_sets, apostrophe=False):
+    """Training text and the named xml sets (``{split: [set, ...]}``, concatenated) of a WIT3
+    archive; ``apostrophe``: the xml sets' ’ as ' (prepare-iwslt14.sh's sed on them)."""
     tgz = fetch(archive, ws)
     pair = "de-en"
     text = {lang: ted_train_lines(member_lines(tgz, find_member(tgz, f"train.tags.{pair}.{lang}"))) for lang in (src, tgt)}
@@ -28,6 +29,8 @@ def write_ted(ws, out, archive, src, tgt, test_sets):
             lines = []
             for name in sets:
                 segs = sgm_segments(read_member(tgz, find_member(tgz, f"{name}.{pair}.{lang}.xml")).decode("utf-8"))
+                if apostrophe:
+                    segs = [s.replace("\u2019", "'") for s in segs]
                 sizes[f"{name}.{lang}"] = len(segs)
                 lines += segs
             write_lines(out / f"{split}.{lang}", lines)
