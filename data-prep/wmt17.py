@@ -8,9 +8,12 @@ Variants:
 
 * ``preprocessed`` (default; the hard-retrieval paper, Table 5): the organisers'
   preprocessed data (data.statmt.org/wmt17/translation-task/preprocessed/<x>-en/:
-  ``corpus.tc.<l>.gz``, Moses-tokenized and truecased, and ``dev.tgz`` with the dev and
-  test sets processed the same way).  Valid ``--valid`` [newstest2016; newsdev2017 for
-  lv and zh], test ``--test`` [newstest2017].  Joint BPE (``--vocab``, 32k; the paper's
+  ``corpus.tc.<l>.gz``, Moses-tokenized and truecased, and ``dev.tgz`` with the dev sets
+  processed the same way).  Valid ``--valid`` [newstest2016; newsdev2017 for lv and zh],
+  test ``--test`` [newstest2017].  WMT17's ``dev.tgz`` was packed before newstest2017 was
+  released; a set it lacks is taken from WMT18's preprocessed ``dev.tgz`` of the pair
+  (saved as ``dev-wmt18.tgz``; the same Moses pipeline, truecased with WMT18's model),
+  which carries newstest2017 for every WMT18 pair (cs, de, fi, ru, tr, zh).  Joint BPE (``--vocab``, 32k; the paper's
   merge count was lost from our copy).  Scored with tokenized case-sensitive BLEU on the
   detruecased tokens, as the paper does.  The raw reference in ``ref/`` is rebuilt by
   detruecasing and detokenizing the release's text (there is no raw copy in it).
@@ -33,6 +36,8 @@ from mixer_plugin.data.wmt import write_wmt_raw
 LANGS = ("de", "fi", "lv", "ru", "tr", "cs", "zh")
 RECIPES = {f"wmt17_{s}_{t}": ["--src", s, "--tgt", t] for x in LANGS for s, t in (("en", x), (x, "en"))}
 PRE = "http://data.statmt.org/wmt17/translation-task/preprocessed"
+PRE18 = "http://data.statmt.org/wmt18/translation-task/preprocessed"
+WMT18_PAIRS = ("cs", "de", "fi", "ru", "tr", "zh")  # x-en pairs of WMT18's preprocessed release
 IHEAD_CORPORA = {
     "de": [("training-parallel-europarl-v7.tgz", "europarl-v7.de-en"), ("training-parallel-commoncrawl.tgz", "commoncrawl.de-en"),
            ("training-parallel-nc-v12.tgz", "news-commentary-v12.de-en"), ("rapid2016.tgz", "rapid2016.de-en")],
@@ -50,13 +55,18 @@ def preprocessed_raw(ws, out, src, tgt, valid, test):
     dev = fetch(Download("dev.tgz", [f"{PRE}/{pair}/dev.tgz"], note=f"(from {PRE}/{pair}/)"), ws)
     for lang in (src, tgt):
         write_lines(out / f"train.{lang}", read_lines(corpus[lang]))
-    names = {n.rsplit("/", 1)[-1]: n for n in archive_names(dev)}
+    names = {n.rsplit("/", 1)[-1]: (dev, n) for n in archive_names(dev)}
+    wanted = [f"{name}.tc.{lang}" for name in (valid, test) for lang in (src, tgt)]
+    if x in WMT18_PAIRS and any(w not in names and w.startswith("newstest2017.") for w in wanted) and not any(
+            (Path(d) / w).is_file() for d in ws.user_downloads for w in wanted):
+        dev18 = fetch(Download("dev-wmt18.tgz", [f"{PRE18}/{pair}/dev.tgz"],
+                               note=f"(WMT18's {PRE18}/{pair}/dev.tgz, saved as dev-wmt18.tgz)"), ws)
+        names = {**{n.rsplit("/", 1)[-1]: (dev18, n) for n in archive_names(dev18)}, **names}
     (out / "ref").mkdir()
     for split, name in (("valid", valid), ("test", test)):
         for lang in (src, tgt):
-            member = names.get(f"{name}.tc.{lang}")
-            if member is not None:
-                lines = member_lines(dev, member)
+            if f"{name}.tc.{lang}" in names:
+                lines = member_lines(*names[f"{name}.tc.{lang}"])
             else:
                 own = [Path(d) / f"{name}.tc.{lang}" for d in ws.user_downloads if (Path(d) / f"{name}.tc.{lang}").is_file()]
                 if not own:

@@ -232,6 +232,23 @@ def test_wmt17_preprocessed_release(tmp_path):
     assert bad.returncode == 2 and "newstest2019.tc" in last and "newstest2016.tc" in last
 
 
+def test_wmt17_test_set_from_wmt18_when_the_release_lacks_it(tmp_path):
+    """WMT17's preprocessed dev.tgz predates newstest2017 (fetched as the default test set):
+    the set comes from WMT18's dev.tgz of the pair, saved as dev-wmt18.tgz."""
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    for i, lang in ((0, "en"), (1, "de")):
+        (dl / f"corpus.tc.{lang}.gz").write_bytes(gzip.compress(lines([p[i] for p in PAIRS[:60]])))
+    make_tar(dl / "dev.tgz", {f"dev/newstest2016.tc.{lang}": lines([p[i] for p in PAIRS[60:70]])
+                              for i, lang in ((0, "en"), (1, "de"))})
+    make_tar(dl / "dev-wmt18.tgz", {f"dev/newstest2017.tc.{lang}": lines([p[i] for p in PAIRS[70:82]])
+                                    for i, lang in ((0, "en"), (1, "de"))})
+    root = tmp_path / "out"
+    run_recipe("wmt17_de_en", "--downloads", dl, "--root", root, "--vocab", "100", "--no-binarize")
+    assert manifest(root)["segments"] == {"train": 60, "valid": 10, "test": 12}
+    assert (root / "raw" / "test.de").read_text() == "".join(p[1] + "\n" for p in PAIRS[70:82])
+
+
 def test_wmt17_ihead_en_cs_separate_vocab(tmp_path):
     dl = tmp_path / "dl"
     dl.mkdir()
