@@ -330,6 +330,35 @@ def test_bad_experiment_files_are_one_line_errors(case, tmp_path, corpus):
     assert not (tmp_path / "work").exists()
 
 
+@pytest.mark.parametrize("args,env,message", [
+    (["--seeds", "1,x"], {}, "--seeds takes comma-separated integers, not '1,x'"),
+    (["--seeds", "7"], {}, "--seeds 7: the file lists seeds [1, 2]"),
+    ([], {"NGPU": "two"}, "NGPU must be a number of GPUs, not 'two'"),
+    ([], {"PRECISION": "fp8"}, "PRECISION must be one of fp32, fp16, bf16, not 'fp8'"),
+], ids=["seeds-not-integers", "seeds-not-listed", "ngpu", "precision"])
+def test_bad_run_options_are_one_line_errors(args, env, message, tmp_path, corpus, monkeypatch):
+    """Bad flags and environment: one line naming them, before anything runs (a bad NGPU or
+    PRECISION raised a traceback after the data was prepared; --seeds 1,x named no flag;
+    a seed the file does not list ran nothing and said nothing)."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    proc = mixer_run(experiment(tmp_path, corpus), *args, work=tmp_path / "work")
+    err = [line for line in proc.stderr.strip().splitlines() if not line.startswith("INFO:fairseq.tasks")]
+    assert proc.returncode == 2 and err == [f"mixer-run: error: {message}"], proc.stderr
+    assert not (tmp_path / "work").exists()
+
+
+def test_flags_given_with_an_equals_sign():
+    """--max-update=N is what argparse accepts as well: the budget a training may grow by
+    without starting over must be recognised in that form too."""
+    from mixer_plugin.experiments.stages import drop_flag, flag_value
+
+    argv = ["train", "--max-update=3750", "--lr", "0.002", "--max-update", "5000", "--max-updates", "9"]
+    assert flag_value(argv, "--max-update") == "5000" and flag_value(argv[:2], "--max-update") == "3750"
+    assert drop_flag(argv, "--max-update") == ["train", "--lr", "0.002", "--max-updates", "9"]
+    assert flag_value(["--lr"], "--lr") is None
+
+
 def test_every_committed_experiment_file_loads():
     """Every file parses, names registered archs, and its data recipe exists."""
     import mixer_plugin  # noqa: F401  (registers the archs)

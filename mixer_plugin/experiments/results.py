@@ -320,7 +320,7 @@ def write(exp: Experiment) -> Optional[Path]:
     return out
 
 
-RUN_FILES = ("train.log", "commands.sh")  # kept from a run folder; the rest from its gen-<subset>/
+RUN_FILES = ("train.log",)  # kept from a run folder; the rest from its gen-<subset>/
 GEN_FILES = ("hyp.txt", "score.json", "bootstrap*.json", "validate.log", "generate.err")
 
 

@@ -40,7 +40,8 @@ from typing import Dict, List, Optional, Tuple
 from ..paths import CHECKOUT, shown
 from . import results as results_module
 from .spec import Experiment, ExperimentError, Model, load
-from .stages import PLUGIN, Stage, StageError, execute, flag_value, prepare_stage, run_dir, run_stages, shell
+from .stages import (PLUGIN, Stage, StageError, execute, flag_value, ngpu, precision, prepare_stage, run_dir, run_stages,
+                     shell)
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
 
@@ -380,7 +381,16 @@ def main(argv=None):
         for key in ("jobs", "threads"):
             if getattr(args, key) is not None and getattr(args, key) < 1:
                 raise ExperimentError(f"--{key} must be >= 1")
-        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+        seeds = None
+        if args.seeds:
+            try:
+                seeds = [int(s) for s in args.seeds.split(",")]
+            except ValueError:
+                raise ExperimentError(f"--seeds takes comma-separated integers, not {args.seeds!r}") from None
+            listed = {s for m in exp.models.values() for s in m.seeds}
+            if not set(seeds) & listed:
+                raise ExperimentError(f"--seeds {args.seeds}: the file lists seeds {sorted(listed)}")
+        precision(), ngpu()  # PRECISION= and NGPU= checked before anything runs
         runner = Runner(exp, args.jobs or exp.jobs, args.threads or exp.threads,
                         only=args.only.split(",") if args.only else None, seeds=seeds, dry_run=args.dry_run,
                         commit=args.commit)

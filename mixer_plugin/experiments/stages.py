@@ -7,10 +7,11 @@
               (classification: fairseq-validate on the test subset -> <run>/test.log)
     score     mixer-score                             -> <run>/gen-<subset>/score.json
 
-Every stage is a list of stock command lines, printed and recorded in
-``<run>/commands.sh`` so that each can be copied and run by hand.  A stage leaves a
-stamp ``<run>/.stages/<stage>.json`` with a hash of what it was given (its commands
-and the stamps it depends on); a rerun skips a stage whose stamp matches.  Training is
+Every stage is a list of stock command lines, each written at the head of the stage's
+log (``$ python -m fairseq_cli.train ...``) and listed in the results' Commands, so
+that each can be copied and run by hand.  A stage leaves a stamp
+``<run>/.stages/<stage>.json`` with its commands and a hash of what it was given (its
+commands and the stamps it depends on); a rerun skips a stage whose stamp matches.  Training is
 the exception that makes long runs resumable: a killed ``fairseq-train`` is started
 again with the same save dir and continues from ``checkpoint_last.pt``, and a changed
 ``--max-update`` (a longer budget) continues too; any other change to the training
@@ -69,23 +70,27 @@ class Stage:
 
 
 def drop_flag(argv: List[str], flag: str) -> List[str]:
+    """``argv`` without ``flag VALUE`` and ``flag=VALUE``."""
     out, skip = [], False
     for a in argv:
         if skip:
             skip = False
         elif a == flag:
             skip = True
-        else:
+        elif not a.startswith(flag + "="):
             out.append(a)
     return out
 
 
 def flag_value(argv: List[str], flag: str) -> Optional[str]:
-    """The last value of ``flag`` (argparse: the last one wins)."""
+    """The last value of ``flag``, given as ``flag VALUE`` or ``flag=VALUE`` (argparse: the
+    last one wins)."""
     value = None
-    for a, b in zip(argv, argv[1:]):
-        if a == flag:
+    for a, b in zip([*argv, None], [*argv[1:], None]):
+        if a == flag and b is not None:
             value = b
+        elif a is not None and a.startswith(flag + "="):
+            value = a[len(flag) + 1:]
     return value
 
 
@@ -124,6 +129,8 @@ def ngpu() -> int:
     """``NGPU=N`` (else the GPUs torch sees): N > 1 trains with fairseq's DDP via torchrun."""
     value = os.environ.get("NGPU")
     if value:
+        if not value.isdigit():
+            raise ValueError(f"NGPU must be a number of GPUs, not {value!r}")
         return int(value)
     try:
         import torch
@@ -305,11 +312,17 @@ def execute(stage: Stage, threads: int) -> float:
         raise StageError(f"{stage.name} left no {shown(missing[0])} (log: {shown(stage.log)})")
     seconds = time.time() - start
     if stage.stamp:
-        stage.stamp.write_text(json.dumps({"inputs": stage.inputs(), "commands": stage.commands,
-                                           "seconds": round(seconds, 1),
-                                           "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                           "threads": threads}, indent=1) + "\n")
+        write_json(stage.stamp, {"inputs": stage.inputs(), "commands": stage.commands, "seconds": round(seconds, 1),
+                                 "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": threads})
     return seconds
+
+
+def write_json(path: Path, record: dict):
+    """Whole or not at all: a stamp cut short by a kill would stop every later run of the
+    experiment on its JSON error."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)
 
 
 def restart_if_changed(stage: Stage):
@@ -322,4 +335,4 @@ def restart_if_changed(stage: Stage):
         run.rename(stale)
         print(f"  {shown(run)} was trained with other flags: moved to {shown(stale)}", flush=True)
     begun.parent.mkdir(parents=True, exist_ok=True)
-    begun.write_text(json.dumps({"inputs": stage.inputs()}) + "\n")
+    write_json(begun, {"inputs": stage.inputs()})
