@@ -7,6 +7,7 @@ changes."""
 import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -505,6 +506,25 @@ def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
     assert "Seed by seed against `C`" in md
     assert re.search(r"^\| `D` \| 2 \| 52\.00 \| 42\.00 \| \+10\.00 \| \d\.\d{3} \|$", md, re.M), md
     assert re.search(r"^\| `B` \| 2 \| 72\.00 \| 92\.00 \| -20\.00 \| \d\.\d{3} \|$", md, re.M), md
+
+
+def test_per_source_scores_are_the_first_seeds(fake, tmp_path):
+    """The per-source table is labelled "first seed": while a row's first seed is missing
+    (being trained again), its second stood in under that label."""
+    from mixer_plugin.experiments import results
+
+    exp = fake({"A": {"seeds": [1, 2]}, "B": {}}, {"A": 0.1, "B": 0.3})
+    for name, seed in (("A", 1), ("A", 2), ("B", 1)):
+        score = tmp_path / "work" / "tiny" / name / f"seed{seed}" / "gen-test" / "score.json"
+        score.write_text(json.dumps({**json.loads(score.read_text()), "by_source": {"x": {"lines": 60, "bleu": seed}}}))
+    exp_rows = lambda: {line.split("|")[1].strip("` "): line  # noqa: E731
+                        for line in (tmp_path / "tiny.md").read_text().split("Test BLEU per source")[1]
+                        .split("\n\n")[1].splitlines() if line.startswith("| `")}
+    results.write(exp)
+    assert exp_rows()["A"] == "| `A` | 1.00 |"
+    shutil.rmtree(tmp_path / "work" / "tiny" / "A" / "seed1")  # seed 1 trains again
+    results.write(exp)
+    assert exp_rows()["A"] == "| `A` | – |" and exp_rows()["B"] == "| `B` | 1.00 |"
 
 
 def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):

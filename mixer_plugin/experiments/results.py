@@ -479,16 +479,18 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
 
 
 def by_source_table(results: List[ModelResult]) -> List[str]:
-    sources = [s for r in results for sc in r.scores[:1] for s in sc.get("by_source", {})]
-    sources = list(dict.fromkeys(sources))
+    """BLEU per test source, each row's first seed (the first it lists, as the p-values:
+    while that run is missing, another seed would stand in under its name)."""
+    firsts = {id(r): r.scores[first_run(r)] for r in results if first_run(r) is not None}
+    sources = list(dict.fromkeys(s for sc in firsts.values() for s in sc.get("by_source", {})))
     if not sources:
         return []
+    counts = next(sc["by_source"] for sc in firsts.values() if sc.get("by_source"))
     lines = ["Test BLEU per source (first seed; lines per source in the header):", "",
-             "| model | " + " | ".join(sources) + " |", "|---|" + "---:|" * len(sources)]
-    counts = next(sc["by_source"] for r in results for sc in r.scores[:1] if sc.get("by_source"))
-    lines[2] = "| model | " + " | ".join(f"{s} ({counts[s]['lines']})" for s in sources) + " |"
+             "| model | " + " | ".join(f"{s} ({counts[s]['lines']})" for s in sources) + " |",
+             "|---|" + "---:|" * len(sources)]
     for r in results:
-        bs = r.scores[0].get("by_source", {}) if r.scores else {}
+        bs = firsts.get(id(r), {}).get("by_source", {})
         lines.append(f"| `{r.model.name}` | " + " | ".join(
             f"{bs[s]['bleu']:.2f}" if s in bs and "bleu" in bs[s] else "–" for s in sources) + " |")
     return lines + [""]
