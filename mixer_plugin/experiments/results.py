@@ -17,12 +17,12 @@ import json
 import re
 import shutil
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..data.prep import atomic_path
 from ..paths import CHECKOUT, WORK, shown
 from .spec import Experiment, Model
 from .stages import data_root, prep_manifest, run_dir, run_stages, prepare_stage, shell
@@ -313,10 +313,8 @@ def write(exp: Experiment) -> Optional[Path]:
     md = markdown(exp, results, out, plots)
     if out.is_file() and unstamped(out.read_text(encoding="utf-8")) == unstamped(md):
         return out  # nothing but the time changed: the stamp stays that of the last change (and --commit commits nothing)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out.parent, prefix=f".{out.name}.",
-                                     delete=False) as tmp:
-        tmp.write(md)
-    Path(tmp.name).replace(out)
+    with atomic_path(out) as tmp:  # the jobs write one at a time (Runner.write_results)
+        tmp.write_text(md, encoding="utf-8")
     return out
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..data.prep import atomic_path
 from ..paths import PYTHON, WORK, shown
 from .spec import Experiment, Model
 
@@ -320,9 +321,8 @@ def execute(stage: Stage, threads: int) -> float:
 def write_json(path: Path, record: dict):
     """Whole or not at all: a stamp cut short by a kill would stop every later run of the
     experiment on its JSON error."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def restart_if_changed(stage: Stage):
