@@ -616,3 +616,42 @@ def test_commands_name_the_interpreter_one_way(tmp_path, monkeypatch):
         assert paths.interpreter() == str(tmp_path / "python")
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
     assert stages.fairseq("train")[0] == paths.PYTHON  # what the stamps record
+
+
+def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
+    """A restore copies a committed run into work/ file by file.  Cut short (a kill, a
+    full disk), it left a folder without its restored.json marker, which the next start
+    took for a run this machine trained: the training ran again there and appended to the
+    half-copied train.log.  The folder appears whole or not at all."""
+    from mixer_plugin.experiments import results, runner, spec
+
+    exp = fake({"A": {}}, {"A": 0.3})
+    run = tmp_path / "work" / "tiny" / "A" / "seed1"
+    shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
+    [(label, chain)] = runner.Runner(exp, 1, 1).chains()
+    kept = results.kept_runs(exp) / label
+    kept.mkdir(parents=True)
+    (kept / "stages.json").write_text(json.dumps({s.name: {"commands": s.commands} for s in chain}))
+    for name in ("train.log", "hyp.txt", "score.json"):
+        (kept / name).write_text(f"committed {name}\n")
+
+    copies = []
+
+    def copy_then_fail(src, dst):
+        copies.append(src)
+        if len(copies) == 2:
+            raise OSError(28, "No space left on device")
+        return real_copy(src, dst)
+
+    real_copy = shutil.copyfile
+    monkeypatch.setattr(runner.shutil, "copyfile", copy_then_fail)
+    model = spec.load(exp.path).models["A"]
+    with pytest.raises(OSError):
+        runner.restore_run(exp, model, 1, chain)
+    assert not run.exists(), sorted(p.name for p in run.rglob("*"))
+    monkeypatch.setattr(runner.shutil, "copyfile", real_copy)
+    assert runner.restore_run(exp, model, 1, chain)  # the next start restores it whole
+    assert (run / "train.log").read_text() == "committed train.log\n"
+    assert (run / "gen-test" / "hyp.txt").read_text() == "committed hyp.txt\n"
+    assert (run / ".stages" / "restored.json").is_file()
+    assert not [p for p in run.parent.iterdir() if p.name != "seed1"]  # no temporary folder left behind

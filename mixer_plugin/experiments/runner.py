@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from ..data.prep import atomic_path
 from ..paths import CHECKOUT, shown
 from . import results as results_module
 from .spec import Experiment, ExperimentError, Model, load
@@ -351,15 +352,19 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
         return False
     if run.exists() or not copy:
         return True
-    gen = run / f"gen-{model.generate.subset}"
-    gen.mkdir(parents=True)
-    for src in kept.iterdir():
-        if src.name in results_module.RUN_FILES:
-            shutil.copyfile(src, run / src.name)
-        elif src.name != "stages.json":  # hypotheses, scores, bootstraps, decoding logs
-            shutil.copyfile(src, gen / src.name)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps(record, indent=1) + "\n")
+    # built in a sibling folder and renamed whole: a restore cut short must leave no folder,
+    # since one without its marker reads as a run this machine trained (and a training
+    # would append to its half-copied train.log)
+    with atomic_path(run) as tmp:
+        gen = tmp / f"gen-{model.generate.subset}"
+        gen.mkdir(parents=True)
+        for src in kept.iterdir():
+            if src.name in results_module.RUN_FILES:
+                shutil.copyfile(src, tmp / src.name)
+            elif src.name != "stages.json":  # hypotheses, scores, bootstraps, decoding logs
+                shutil.copyfile(src, gen / src.name)
+        (tmp / ".stages").mkdir()
+        (tmp / ".stages" / marker.name).write_text(json.dumps(record, indent=1) + "\n")
     return True
 
 
