@@ -4,6 +4,7 @@ passes --dtype bfloat16): every module, input and mask in that dtype, the dtype 
 table. They assert nothing about speed; these tests only keep them runnable."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,3 +117,52 @@ def test_committed_layer_table_is_what_its_json_renders_to(bench, tmp_path):
         assert md.with_suffix(".png").stat().st_size > 10_000
     with pytest.raises(SystemExit):
         bench.main(["--from-json", str(tmp_path / "missing.json")])
+
+
+def test_decode_benchmark_times_the_rows_of_an_experiment(e2e_data, tmp_path, monkeypatch):
+    """--experiment: every row of the file with its own architecture and flags, the file's
+    baseline first; a decode_of row decodes its source's checkpoint (none of its own) with
+    its --model-overrides, and its speed-up is against the baseline of the same run."""
+    import yaml
+
+    from mixer_plugin.bench import decode
+
+    path = tmp_path / "rows.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "rows", "data": "debian_en_de", "train": "--share-all-embeddings --lr 0.001",
+        "score": {"baseline": "base"},
+        "models": {"windowed": {"arch": "mixer_small_attn", "train": "--decoder-mixers ngram:n=3 --decoder-layers 1"},
+                   "base": {"arch": "mixer_small_attn"},
+                   "base_hard": {"decode_of": "base", "overrides": {"decoder_cross_mixers": "hard"}}}},
+                              sort_keys=False))
+    seen = []
+    generate = decode.generate
+
+    def recording(data, checkpoint, *a, extra=(), **kw):
+        seen.append((Path(checkpoint).parent.name, list(extra)))
+        return generate(data, checkpoint, *a, extra=extra, **kw)
+
+    monkeypatch.setattr(decode, "generate", recording)
+    md, keep = tmp_path / "d.md", tmp_path / "checkpoints"
+    decode.main([str(e2e_data.bin), "--experiment", str(path), "--lengths", "3", "--beams", "2", "--sentences", "4",
+                 "--rounds", "1", "--checkpoints", str(keep), "--md", str(md)])
+    payload = json.loads(md.with_suffix(".json").read_text())
+    assert [r["model"] for r in payload["rows"]] == ["base", "windowed", "base_hard"]
+    assert payload["rows"][0]["speedup"] == 1.0 and payload["meta"]["baseline"] == "base"
+    assert sorted(p.name for p in keep.iterdir()) == ["base", "windowed"]
+    hard = {tuple(extra) for ckpt, extra in seen if ckpt == "base" and extra}
+    assert hard == {("--model-overrides", "{'decoder_cross_mixers': 'hard'}")}
+    import torch
+
+    state = torch.load(keep / "windowed" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["cfg"]["model"].decoder_mixers == "ngram:n=3" and state["cfg"]["model"].decoder_layers == 1
+    assert "speed-up against the `base` of the same (L, beam)" in md.read_text()
+
+
+def test_decode_benchmark_takes_mixers_or_an_experiment(e2e_data, tmp_path):
+    from mixer_plugin.bench import decode
+
+    with pytest.raises(SystemExit, match="--mixers and --experiment exclude each other"):
+        decode.main([str(e2e_data.bin), "--experiment", "experiments/leaderboard.yaml", "--mixers", "transformer"])
+    with pytest.raises(SystemExit, match="--experiment: .*nothing.yaml: no such experiment file"):
+        decode.main([str(e2e_data.bin), "--experiment", str(tmp_path / "nothing.yaml")])

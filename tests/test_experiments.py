@@ -258,6 +258,9 @@ BAD = {
                   "models.a.claims: 'better than b' is not '<relation> <model>'"),
     "claim on nobody": ({"models": {"a": {"arch": "mixer_small_attn", "claims": ["> b"]}}},
                         "models.a.claims: 'b' is not another model of this file"),
+    "unknown speed": ({"speed": {"gpu": "results/x.json"}}, "speed: unknown key 'gpu'"),
+    "speed not a benchmark": ({"speed": {"train": "results/bench_train_cpu.md"}},
+                              "speed.train: expected the path of a mixer-bench train JSON file"),
 }
 
 
@@ -655,3 +658,43 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     assert (run / "gen-test" / "hyp.txt").read_text() == "committed hyp.txt\n"
     assert (run / ".stages" / "restored.json").is_file()
     assert not [p for p in run.parent.iterdir() if p.name != "seed1"]  # no temporary folder left behind
+
+
+def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request):
+    """The leaderboard's runs span sessions on different machines, two runs sharing each, so
+    their own words/s compare nothing (one session's machine trained 1.6 times faster than
+    the last's).  With ``speed:`` the columns are the idle-machine benchmarks of every row,
+    each with its speed-up against that run's baseline; the runs' own timings stay out."""
+    from mixer_plugin.experiments import results, spec
+
+    make_plots = results.make_plots  # the fixture below leaves plots out
+    exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
+    (tmp_path / "work" / "tiny" / "A" / "seed1" / "train.log").write_text(
+        "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n")
+    raw = yaml.safe_load(exp.path.read_text())
+    raw["generate"] = {"flags": "--beam 4"}
+    raw["speed"] = {"train": str(tmp_path / "train.json"), "decode": str(tmp_path / "decode.json")}
+    exp.path.write_text(yaml.safe_dump(raw))
+    exp = spec.load(exp.path)
+    results.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    assert "| train words/s (x) | decode sent/s (x) |" in md and "999" not in md
+    assert all(line.count("| – | – |") for line in rows(md).values())
+    assert "- train speed: not benchmarked yet (`mixer-bench train" in md
+    meta = {"command": "mixer-bench ...", "date": "2026-11-24 12:00 UTC", "rounds": 2, "sentences": 32}
+    (tmp_path / "train.json").write_text(json.dumps({"meta": meta, "rows": [
+        {"model": "A", "wps": 3000.0, "speedup": 1.0}, {"model": "B", "wps": 3750.0, "speedup": 1.25}]}))
+    (tmp_path / "decode.json").write_text(json.dumps({"meta": {**meta, "baseline": "A"}, "rows": [
+        {"model": m, "L": L, "beam": b, "sent_per_s": v, "speedup": v / base}
+        for m, k in (("A", 1.0), ("B", 0.5)) for L, b, base in ((100, 4, 10.0), (25, 1, 80.0), (25, 4, 40.0))
+        for v in [base * k]]}))
+    results.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    table = rows(md)
+    # decoding: the shortest L at the experiment's beam (4), not beam 1's figures
+    assert "| 3,000 (1.00x) | 40.0 (1.00x) |" in table["A"] and "| 3,750 (1.25x) | 20.0 (0.50x) |" in table["B"]
+    assert "| – | – |" in table["C"]  # a row the benchmarks have not timed
+    assert "every hypothesis pinned to L = 25 tokens, beam 4" in md and "not benchmarked" not in md
+    collected = results.collect(exp)
+    results.bootstrap(exp, collected)
+    assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs

@@ -4,6 +4,8 @@ same size, through fairseq's own ``fairseq-generate``.
     mixer-bench decode DATA_BIN                      # -> results/bench_decode_<device>.{md,json,png}
     mixer-bench decode DATA_BIN --lengths 30,100 --beams 4 --sentences 16 --rounds 1 --md /tmp/d.md
     mixer-bench decode DATA_BIN --device cuda --precision bf16   # -> results/bench_decode_cuda_bf16.*
+    mixer-bench decode DATA_BIN --experiment experiments/leaderboard.yaml --lengths 25 --beams 4
+                                                     # -> results/bench_decode_leaderboard_cpu.*
 
 A benchmark, not a test.  Each model is the CPU size (``mixer_small_attn``: 2+2 layers,
 d=256, 4 heads) with its mixer in the decoder (self-attention, and cross-attention for
@@ -16,6 +18,15 @@ figure) / (L+1) for the one batch of ``--sentences`` sentences (fairseq's senten
 from the unrounded time; the seconds it prints beside it are rounded to 0.1 s).  Models run round-robin, the order
 rotated every round; the median over rounds is reported with the ratio to the
 transformer of the same run.
+
+``--experiment FILE`` times the rows of an experiment file instead of the mixers above:
+each row's own architecture and flags (``arch`` and ``train``, with the file's task flags
+and ``--share-all-embeddings`` where its training shares them), and a row that decodes
+another row's checkpoints (``decode_of``) with that checkpoint and its ``--model-overrides``.
+The speed-up is against the file's baseline row.  This is the decoding column of the
+leaderboard (``speed:`` in the experiment file): every row in one run on an idle machine,
+where the decoding timed inside a campaign's runs depends on which other run shared the
+machine, and on which machine a session had.
 
 It runs under the allocator settings ``mixer-run`` gives fairseq-generate (``mixer-bench``
 starts itself again with them when they are not set), so it measures what the runner runs.
@@ -38,7 +49,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Dict, List, Optional, Tuple
 
 from ..experiments.stages import PRECISIONS, command_env
 from ..paths import CHECKOUT
@@ -60,6 +73,43 @@ MODELS = {
                    "--decoder-cross-mixers", "fixed_head:heads=12:head_dim=21"],
 }
 WINDOWED = ("ngram", "local", "multiscale")
+SMALL = ["--arch", "mixer_small_attn", "--share-all-embeddings"]  # the model every label of MODELS is
+
+
+@dataclass(frozen=True)
+class Row:
+    """One timed model: the flags its checkpoint is made with (None: it decodes the
+    checkpoint of ``source``) and the flags its decoding adds."""
+
+    source: str
+    train: Optional[List[str]]
+    generate: List[str]
+
+
+def mixer_rows(labels: List[str]) -> Dict[str, Row]:
+    return {label: Row(label, [*SMALL, *MODELS[label]], []) for label in labels}
+
+
+def experiment_rows(path: str, prog: str) -> Tuple[Dict[str, Row], str]:
+    """The rows of an experiment file, its baseline first, and the description of them."""
+    from ..experiments.spec import ExperimentError, load
+
+    try:
+        exp = load(path)
+    except ExperimentError as e:
+        raise SystemExit(f"{prog}: error: --experiment: {e}") from None
+    base = next((m.score.baseline for m in exp.models.values() if m.score.baseline), next(iter(exp.models)))
+    share = [f for f in exp.train if f == "--share-all-embeddings"]
+    rows = {}
+    for name in [base, *(n for n in exp.models if n != base)]:
+        m = exp.models[name]
+        overrides = ["--model-overrides", repr(m.overrides)] if m.overrides else []
+        if m.decode_of:
+            rows[name] = Row(m.decode_of, None, [*exp.task, *overrides])
+        else:
+            rows[name] = Row(name, [*exp.task, *share, "--arch", m.arch, *m.train], [*exp.task, *overrides])
+    return rows, (f"every row of `{exp.path}` with its own architecture and flags (a row decoding another's "
+                  "checkpoints with its --model-overrides)")
 
 
 class Capture(logging.Handler):
@@ -78,13 +128,14 @@ def device_flags(device: str, precision: str = "fp32") -> list:
 
 
 def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") -> Path:
-    """A checkpoint of the model (one update at lr 1e-9: the work does not depend on it),
-    trained in fp32 whatever the decoding precision; one already in ``save`` is reused."""
+    """A checkpoint of the model ``flags`` define (``--arch`` and its options; one update at
+    lr 1e-9: the work does not depend on it), trained in fp32 whatever the decoding
+    precision; one already in ``save`` is reused."""
     if (save / "checkpoint_last.pt").is_file():
         return save / "checkpoint_last.pt"
     argv = [sys.executable, "-m", "fairseq_cli.train", data, "--user-dir", str(CHECKOUT / "mixer_plugin"),
-            "--task", "translation", "--source-lang", langs[0], "--target-lang", langs[1], "--arch",
-            "mixer_small_attn", "--share-all-embeddings", *flags, "--optimizer", "adam", "--lr", "1e-9",
+            "--task", "translation", "--source-lang", langs[0], "--target-lang", langs[1],
+            *flags, "--optimizer", "adam", "--lr", "1e-9",
             "--max-tokens", "2048", "--max-update", "1", "--save-dir", str(save), "--no-epoch-checkpoints",
             *device_flags(device), "--num-workers", "0", "--seed", "1"]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, env=command_env(1))
@@ -93,8 +144,10 @@ def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") ->
     return save / "checkpoint_last.pt"
 
 
-def generate(data, checkpoint, L, beam, sentences, langs, profile=False, device="cpu", precision="fp32") -> dict:
-    """One fairseq-generate of the first ``sentences`` test sentences, in this process."""
+def generate(data, checkpoint, L, beam, sentences, langs, profile=False, device="cpu", precision="fp32",
+             extra=()) -> dict:
+    """One fairseq-generate of the first ``sentences`` test sentences, in this process
+    (``extra``: more of its flags)."""
     from fairseq import options
     from fairseq_cli import generate as fairseq_generate
 
@@ -103,7 +156,7 @@ def generate(data, checkpoint, L, beam, sentences, langs, profile=False, device=
             str(beam), "--nbest", "1", "--batch-size", str(sentences), "--required-batch-size-multiple", "1",
             "--max-len-a", "0", "--max-len-b", str(L), "--min-len", str(L), "--quiet", "--seed", "1",
             "--num-workers", "0", "--skip-invalid-size-inputs-valid-test",
-            *device_flags(device, precision)]  # fmt: skip
+            *device_flags(device, precision), *extra]  # fmt: skip
     args = options.parse_args_and_arch(options.get_generation_parser(), argv)
     capture, timer = Capture(), AttentionTimer(device) if profile else None
     # fairseq-generate's speed line is an INFO record: make sure it is made, whatever the
@@ -244,13 +297,23 @@ def main(argv=None):
     ap.add_argument("--sentences", type=int, default=32, help="sentences decoded per run (one batch)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--mixers", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
+    ap.add_argument("--experiment", help="time the rows of this experiment file instead of --mixers")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
                     help="fairseq-generate's precision (fp16 and bf16 on a GPU only)")
     ap.add_argument("--checkpoints", help="a folder to keep the models' checkpoints in and reuse them from "
                                           "(default: a temporary one)")
     args = ap.parse_args(argv)
-    labels = checked_labels(args, ap.prog, transformer_first=True)
+    if args.experiment:
+        if args.mixers != ap.get_default("mixers"):
+            raise SystemExit(f"{ap.prog}: error: --mixers and --experiment exclude each other")
+        checked_labels(argparse.Namespace(**{**vars(args), "mixers": "transformer"}), ap.prog, True)  # the data
+        models, described = experiment_rows(args.experiment, ap.prog)
+    else:
+        models = mixer_rows(checked_labels(args, ap.prog, transformer_first=True))
+        described = "`mixer_small_attn` (2+2 layers, d=256, 4 heads) with its mixer in the decoder"
+    labels = list(models)
+    base = labels[0]
     if args.device == "cpu" and args.precision != "fp32":
         raise SystemExit(f"{ap.prog}: error: --precision {args.precision} needs --device cuda "
                          "(fairseq's --fp16/--bf16 assert a GPU)")
@@ -266,28 +329,31 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         keep = Path(args.checkpoints) if args.checkpoints else Path(tmp)
         ckpts = {}
-        for label in labels:
-            ckpts[label] = make_checkpoint(args.data, MODELS[label], keep / label, langs, args.device)
-            generate(args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs, **where)  # warm-up
+        for label in sorted(labels, key=lambda lab: models[lab].train is None):  # what a decode_of row reads first
+            row = models[label]
+            ckpts[label] = (ckpts[row.source] if row.train is None else
+                            make_checkpoint(args.data, row.train, keep / label, langs, args.device))
+            generate(args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs, **where,
+                     extra=row.generate)  # warm-up
             print(f"checkpoint {label}: {ckpts[label]}", flush=True)
         runs = {(lab, L, b): [] for lab in labels for L in lengths for b in beams}
         profile = {}
         for L in lengths:
             for b in beams:
-                profile[(L, b)] = generate(args.data, ckpts["transformer"], L, b, args.sentences, langs,
-                                           profile=True, **where)
+                profile[(L, b)] = generate(args.data, ckpts[base], L, b, args.sentences, langs,
+                                           profile=True, **where, extra=models[base].generate)
                 for r in range(args.rounds):
                     k = r % len(labels)
                     for label in labels[k:] + labels[:k]:  # rotate the order each round
-                        res = generate(args.data, ckpts[label], L, b, args.sentences, langs, **where)
+                        res = generate(args.data, ckpts[label], L, b, args.sentences, langs, **where,
+                                       extra=models[label].generate)
                         runs[(label, L, b)].append(res)
                         print(f"L={L:4d} beam {b} round {r + 1} {label:14s} {res['sent_per_s']:8.2f} sent/s "
                               f"{res['ms_per_step']:7.1f} ms/step", flush=True)
     rows = []
     for (label, L, b), res in runs.items():
-        base = runs[("transformer", L, b)]
         speed = statistics.median(x["sent_per_s"] for x in res)
-        base_speed = statistics.median(x["sent_per_s"] for x in base)
+        base_speed = statistics.median(x["sent_per_s"] for x in runs[(base, L, b)])
         share = profile[(L, b)]["attention_share"]
         rows.append({"model": label, "L": L, "beam": b, "sent_per_s": speed,
                      "ms_per_step": statistics.median(x["ms_per_step"] for x in res),
@@ -300,9 +366,11 @@ def main(argv=None):
             "precision": args.precision, "torch": torch.__version__,
             "threads": torch.get_num_threads(), "load_start": load_start,
             "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
-            "sentences": args.sentences, "rounds": args.rounds}
+            "sentences": args.sentences, "rounds": args.rounds, "baseline": base, "models": described,
+            "experiment": args.experiment}
     md = markdown(meta, rows, labels, lengths, beams, profile)
-    stem = "bench_decode_cpu" if args.device == "cpu" else f"bench_decode_cuda_{args.precision}"
+    stem = "bench_decode" + (f"_{Path(args.experiment).stem}" if args.experiment else "")
+    stem += "_cpu" if args.device == "cpu" else f"_cuda_{args.precision}"
     out_md = args.md or str(CHECKOUT / "results" / f"{stem}.md")
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
     plot(rows, labels, beams, Path(out_md).with_suffix(".png"), meta["device"])
@@ -312,16 +380,18 @@ def main(argv=None):
 
 def markdown(meta, rows, labels, lengths, beams, profile) -> str:
     by = {(r["model"], r["L"], r["beam"]): r for r in rows}
+    base = meta.get("baseline", "transformer")
+    described = meta.get("models", "`mixer_small_attn` (2+2 layers, d=256, 4 heads) with its mixer in the decoder")
     out = [f"# Decoding speed over output length ({meta['device']})", "",
            f"- command: `{meta['command']}`",
            f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
            f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
-           f"- every model: `mixer_small_attn` (2+2 layers, d=256, 4 heads) with its mixer in the decoder, the "
+           f"- every model: {described}, the "
            f"same {meta['sentences']} test sentences in one batch, every hypothesis pinned to L tokens; "
            f"fairseq-generate's own timing, median of {meta['rounds']} rounds (models round-robin); speed-up "
-           "against the transformer of the same (L, beam)", ""]
+           f"against the {'transformer' if base == 'transformer' else f'`{base}`'} of the same (L, beam)", ""]
     for b in beams:
-        out += [f"## beam {b}", "", "sentences/s (speed-up vs transformer); ms per decoding step", "",
+        out += [f"## beam {b}", "", f"sentences/s (speed-up vs {base}); ms per decoding step", "",
                 "| model | " + " | ".join(f"L={L}" for L in lengths) + " |", "|---|" + "---:|" * len(lengths)]
         for label in labels:
             cells = []
@@ -330,18 +400,17 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
                 cells.append(f"{r['sent_per_s']:.1f} ({r['speedup']:.2f}x); {r['ms_per_step']:.1f} ms")
             out.append(f"| `{label}` | " + " | ".join(cells) + " |")
         out.append("")
-    out += ["## Hard retrieval against its ceiling", "",
-            "The transformer's decoding step, profiled (hooks on its decoder attention modules): the share s of "
-            "the step spent in attention bounds what any replacement of attention can gain at 1 / (1 - s).", "",
-            "| L | beam | attention share of the step | ceiling | `hard` speed-up | share of the ceiling |",
-            "|---:|---:|---:|---:|---:|---:|"]
-    for L in lengths:
-        for b in beams:
-            if ("hard", L, b) not in by:
-                continue
-            r = by[("hard", L, b)]
-            out.append(f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
-                       f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |")
+    hard = [(L, b) for L in lengths for b in beams if ("hard", L, b) in by]
+    if hard:
+        out += ["## Hard retrieval against its ceiling", "",
+                "The transformer's decoding step, profiled (hooks on its decoder attention modules): the share s "
+                "of the step spent in attention bounds what any replacement of attention can gain at 1 / (1 - s).",
+                "", "| L | beam | attention share of the step | ceiling | `hard` speed-up | share of the ceiling |",
+                "|---:|---:|---:|---:|---:|---:|"]
+    for L, b in hard:
+        r = by[("hard", L, b)]
+        out.append(f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
+                   f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |")
     windowed = [m for m in WINDOWED if m in labels]
     if windowed:
         out += ["", "## Does the windowed decoders' advantage grow with length?", "",

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ..paths import CHECKOUT
-from .decode import MODELS, add_common_args, checked_labels, generate, make_checkpoint
+from .decode import MODELS, SMALL, add_common_args, checked_labels, generate, make_checkpoint
 from .mixers import command_line, write_outputs
 
 REGIONS = ("self-attention modules", "cross-attention modules", "attend (the equation)", "cache reorder")
@@ -152,7 +152,7 @@ def main(argv=None):
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label in labels:
-            ckpt = make_checkpoint(args.data, MODELS[label], Path(tmp) / label, langs)
+            ckpt = make_checkpoint(args.data, [*SMALL, *MODELS[label]], Path(tmp) / label, langs)
             generate(args.data, ckpt, args.length, args.beam, args.sentences, langs)  # warm-up, untimed
             plain = generate(args.data, ckpt, args.length, args.beam, args.sentences, langs)
             results[label] = profile_one(args.data, ckpt, args.length, args.beam, args.sentences, langs, args.top)

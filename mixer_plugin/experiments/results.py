@@ -3,7 +3,8 @@
 For each model: parameters, updates, the last validation, the test scores over its
 seeds (mean +- sample std), each source's BLEU where the data has sources, the
 paired bootstrap p-value against the baseline model (first seed against first seed),
-training words/s and decoding sentences/s from the logs of the same run, the
+training words/s and decoding sentences/s (from the idle-machine benchmarks the
+experiment names under ``speed:``, else from the logs of its own runs), the
 paper's figure for that row, and each of the paper's claims for it marked confirmed,
 refuted or inconclusive (``verdict``).  Plots: learning curves (valid loss over updates) and
 score against speed.  Then every command that made the numbers.
@@ -70,6 +71,29 @@ def test_accuracy(path: Path) -> Optional[float]:
         return None
     m = re.findall(r"valid on '\w+' subset .*\| accuracy ([\d.]+)", path.read_text(errors="replace"))
     return float(m[-1]) if m else None
+
+
+def bench_speeds(exp: Experiment) -> Dict[str, dict]:
+    """The benchmarks named under ``speed:``, read where they exist: kind (train / decode)
+    -> {"meta": the run's meta, "rows": model -> its row}.  A decoding benchmark times
+    several (L, beam): each model's row is the shortest L at the experiment's beam (its
+    first beam when the experiment sets none)."""
+    out = {}
+    for kind, path in exp.speed.items():
+        path = path if path.is_absolute() else CHECKOUT / path
+        if not path.is_file():
+            continue
+        payload = json.loads(path.read_text())
+        rows = payload["rows"]
+        if kind == "decode":
+            flags = next(iter(exp.models.values())).generate.flags
+            beam = int(flags[flags.index("--beam") + 1]) if "--beam" in flags else rows[0]["beam"]
+            rows = sorted((r for r in rows if r["beam"] == beam), key=lambda r: r["L"])
+        picked = {}
+        for r in rows:
+            picked.setdefault(r["model"], r)
+        out[kind] = {"meta": payload["meta"], "rows": picked, "path": path}
+    return out
 
 
 # ------------------------------------------------------------------ runs
@@ -369,21 +393,81 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
     plt.close(fig)
 
     main_key = keys(exp, results[0].model)[0]
-    pts = [(r, seed_stats(r, main_key), r.wps()) for r in results if r.runs]
-    pts = [(r, st, w) for r, st, w in pts if st is not None and w]
-    if len(pts) > 1:
-        fig, ax = plt.subplots(figsize=(6.4, 4))
-        for r, (mean, std, _), w in pts:
-            ax.errorbar([w], [mean], yerr=[std] if std else None, fmt="o", capsize=3)
-            ax.annotate(r.model.name, (w, mean), fontsize=7, xytext=(4, 3), textcoords="offset points")
-        ax.set_xlabel("training words/s (same machine, same run)")
-        ax.set_ylabel(PRIMARY[main_key])
-        ax.set_title(f"{exp.name}: {PRIMARY[main_key]} against training speed")
+    speeds = bench_speeds(exp)
+    # x: the benchmarks' speed-ups where the experiment names them (one idle-machine run for
+    # every row), else the runs' own training words/s
+    gerund = {"train": "training", "decode": "decoding"}
+    axes = ([(kind, f"{gerund[kind]} speed-up against {speeds[kind]['meta'].get('baseline', first_model(exp))} "
+                    f"(mixer-bench {kind}, one run)") for kind in gerund if kind in speeds]
+            if exp.speed else [(None, "training words/s (same machine, same run)")])
+    panels = []
+    for kind, label in axes:
+        pts = [(r, seed_stats(r, main_key),
+                r.wps() if kind is None else speeds[kind]["rows"].get(r.model.name, {}).get("speedup"))
+               for r in results if r.runs]
+        panels.append(([(r, st, x) for r, st, x in pts if st is not None and x], label))
+    if any(len(pts) > 1 for pts, _ in panels):
+        fig, axs = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4), squeeze=False)
+        for ax, (pts, label) in zip(axs[0], panels):
+            for r, (mean, std, _), x in pts:
+                ax.errorbar([x], [mean], yerr=[std] if std else None, fmt="o", capsize=3)
+                ax.annotate(r.model.name, (x, mean), fontsize=7, xytext=(4, 3), textcoords="offset points")
+            ax.set_xlabel(label)
+            ax.set_ylabel(PRIMARY[main_key])
+        fig.suptitle(f"{exp.name}: {PRIMARY[main_key]} against speed")
         fig.tight_layout()
         made.append(folder / "score_vs_speed.png")
         fig.savefig(made[-1], dpi=110)
         plt.close(fig)
     return made
+
+
+def first_model(exp: Experiment) -> str:
+    return next(iter(exp.models))
+
+
+def speed_cells(r: ModelResult, speeds: Dict[str, dict], exp: Experiment) -> List[str]:
+    """The row's training and decoding speed: from the benchmarks the experiment names
+    (with the speed-up against the benchmark's baseline), else from its own runs."""
+    if not exp.speed:
+        wps, dec = r.wps(), [d for d in r.decode if d]
+        return [f"{wps:,.0f}" if wps else "–", f"{statistics.mean(dec):.1f}" if dec else "–"]
+    cells = []
+    for kind, value, fmt_value in (("train", "wps", "{:,.0f}"), ("decode", "sent_per_s", "{:.1f}")):
+        row = speeds.get(kind, {}).get("rows", {}).get(r.model.name)
+        cells.append(f"{fmt_value.format(row[value])} ({row['speedup']:.2f}x)" if row else "–")
+    return cells
+
+
+def speed_notes(exp: Experiment, speeds: Dict[str, dict]) -> List[str]:
+    if not exp.speed:
+        return ["- train wps: the median of fairseq's words/s per log interval over every seed's training (a "
+                "validation or a resume makes an interval read low); decode sent/s: fairseq-generate's own timing, "
+                "the mean over seeds; both measured in these runs, so only ratios within the table compare"]
+    notes = []
+    for kind in ("train", "decode"):
+        if kind not in exp.speed:
+            continue
+        if kind not in speeds:
+            notes.append(f"- {kind} speed: not benchmarked yet (`{SPEED_COMMANDS[kind].format(exp=shown(exp.path))}` "
+                         f"writes `{exp.speed[kind]}`)")
+            continue
+        meta = speeds[kind]["meta"]
+        what = ("fairseq-train's words/s, the experiment's own flags" if kind == "train" else
+                f"fairseq-generate's sentences/s, {meta.get('sentences', '?')} test sentences a batch, every "
+                f"hypothesis pinned to L = {next(iter(speeds[kind]['rows'].values()))['L']} tokens, beam "
+                f"{next(iter(speeds[kind]['rows'].values()))['beam']}")
+        notes.append(f"- {'train words/s' if kind == 'train' else 'decode sent/s'}: [`{shown(speeds[kind]['path'])}`]"
+                     f"({Path(speeds[kind]['path']).with_suffix('.md').name}), `{meta['command']}` on "
+                     f"{meta['date']}: every row in one run on an otherwise idle machine ({what}; median of "
+                     f"{meta.get('rounds', '?')} rounds, models round-robin), the speed-up against the baseline of "
+                     "that run. Not the campaign's own timings, which depend on the run that shared the machine "
+                     "and on the machine each session had")
+    return notes
+
+
+SPEED_COMMANDS = {"train": "mixer-bench train {exp}",
+                  "decode": "mixer-bench decode <data>/bin --experiment {exp} --lengths L --beams B"}
 
 
 def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path]) -> str:
@@ -399,7 +483,8 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     head = ["model", "params", "updates", "seeds", "valid loss"] + [PRIMARY[k] for k in ks]
     if baselines and exp.kind != "classification":
         head.append(f"p vs {base}" if base else "p vs the row's baseline")
-    head += ["train wps", "decode sent/s", "paper"]
+    speeds = bench_speeds(exp)
+    head += (["train words/s (x)", "decode sent/s (x)"] if exp.speed else ["train wps", "decode sent/s"]) + ["paper"]
     with_claims = any(r.model.claims for r in results)
     if with_claims:
         head.append("the paper's claim: this run")
@@ -417,8 +502,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                           if k in ("bleu", "rouge1", "rougeL"))
             cells.append("baseline" if own == r.model.name or (own is None and r.model.name in baselines)
                          else "–" if not p else p if base else f"{p} vs `{own}`")
-        wps, dec = r.wps(), [d for d in r.decode if d]
-        cells += [f"{wps:,.0f}" if wps else "–", f"{statistics.mean(dec):.1f}" if dec else "–", r.model.paper or ""]
+        cells += [*speed_cells(r, speeds, exp), r.model.paper or ""]
         if with_claims:
             cells.append(claim_cells(r, by_name) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")
@@ -437,9 +521,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
-    notes.append("- train wps: the median of fairseq's words/s per log interval over every seed's training (a "
-                 "validation or a resume makes an interval read low); decode sent/s: fairseq-generate's own timing, "
-                 "the mean over seeds; both measured in these runs, so only ratios within the table compare")
+    notes += speed_notes(exp, speeds)
     md += notes + [""]
     if plots:
         md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]

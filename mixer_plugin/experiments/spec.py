@@ -12,6 +12,9 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
     seeds: [1]
     jobs: 2                           # runs at a time ...
     threads: 1                        # ... with this many threads each (the core budget)
+    speed:                            # the speed columns from idle-machine benchmarks of every row (optional)
+      train: results/bench_train_cpu.json        # mixer-bench train <this file>
+      decode: results/bench_decode_<name>_cpu.json   # mixer-bench decode DATA --experiment <this file>
     models:
       transformer: {arch: mixer_small_attn}
       multinn:
@@ -109,6 +112,7 @@ class Experiment:
     jobs: int
     threads: int
     samples: int  # source / hypothesis / reference lines printed at the end
+    speed: Dict[str, Path] = field(default_factory=dict)  # train / decode -> a benchmark's JSON (SPEED)
 
     @property
     def datasets(self) -> List[str]:
@@ -160,7 +164,8 @@ def _seeds(value, where) -> List[int]:
 
 
 TOP = {"name", "title", "description", "kind", "data", "prepare", "task", "train", "generate", "score", "seeds",
-       "models", "results", "jobs", "threads", "samples"}
+       "models", "results", "jobs", "threads", "samples", "speed"}
+SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
 MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper", "note",
          "claims"}
 _CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
@@ -245,6 +250,11 @@ def load(path) -> Experiment:
     for key in ("jobs", "threads", "samples"):
         if key in raw and (not isinstance(raw[key], int) or raw[key] < (0 if key == "samples" else 1)):
             raise ExperimentError(where(key) + " must be a positive integer")
+    speed = raw.get("speed") or {}
+    _check_keys(speed, SPEED, where("speed"))
+    for key, value in speed.items():
+        if not isinstance(value, str) or not value.endswith(".json"):
+            raise ExperimentError(where(f"speed.{key}") + f": expected the path of a {SPEED[key]} JSON file")
     results = raw.get("results")
     return Experiment(
         name=str(raw["name"]), path=path, title=str(raw.get("title", raw["name"])),
@@ -252,5 +262,5 @@ def load(path) -> Experiment:
         task=flag_list(raw.get("task"), where("task")), train=flag_list(raw.get("train"), where("train")),
         models=models,
         results=Path(results) if results else None, jobs=raw.get("jobs", 1), threads=raw.get("threads", 1),
-        samples=raw.get("samples", 0),
+        samples=raw.get("samples", 0), speed={k: Path(v) for k, v in speed.items()},
     )
