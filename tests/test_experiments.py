@@ -698,3 +698,34 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     collected = results.collect(exp)
     results.bootstrap(exp, collected)
     assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs
+
+
+def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
+    """A machine keeps work/ between sessions.  When a run it restored is trained again
+    elsewhere (a decode_of row needs its checkpoints) and the new copy is committed, the
+    old restored folder stood: the results showed the old run, and writing them copied it
+    back over the newer commit.  A restored folder follows its committed copy."""
+    from mixer_plugin.experiments import results, runner, spec
+
+    exp = fake({"A": {}}, {"A": 0.3})
+    run = tmp_path / "work" / "tiny" / "A" / "seed1"
+    shutil.rmtree(tmp_path / "work" / "tiny")
+    [(label, chain)] = runner.Runner(exp, 1, 1).chains()
+    kept = results.kept_runs(exp) / label
+    kept.mkdir(parents=True)
+
+    def commit(version):
+        (kept / "stages.json").write_text(json.dumps(
+            {s.name: {"commands": s.commands, "finished": version} for s in chain}, indent=1) + "\n")
+        (kept / "hyp.txt").write_text(f"{version}\n")
+
+    model = spec.load(exp.path).models["A"]
+    commit("monday")
+    assert runner.restore_run(exp, model, 1, chain)
+    assert runner.restore_run(exp, model, 1, chain)  # restored before: nothing to do
+    commit("tuesday")  # trained again on another machine, committed, pulled here
+    assert runner.restore_run(exp, model, 1, chain, copy=False) and (run / "gen-test" / "hyp.txt").read_text() == \
+        "monday\n"  # a dry run changes nothing
+    assert runner.restore_run(exp, model, 1, chain)
+    assert (run / "gen-test" / "hyp.txt").read_text() == "tuesday\n"
+    assert json.loads((run / ".stages" / "restored.json").read_text())["train"]["finished"] == "tuesday"

@@ -334,13 +334,18 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     """Whether (model, seed) is finished: here (a folder restored before) or in its
     committed copy, which is then copied into its run folder (``copy``).  A copy counts
     only when it records every stage of ``chain`` with the same commands; a run folder
-    this machine ran is never touched."""
+    this machine ran is never touched, and one restored before follows its committed copy
+    (a run trained again elsewhere and committed replaces the copy restored here, which
+    the results would otherwise show, and copy back over the newer commit)."""
     run = run_dir(exp, model, seed)
     marker = run / ".stages" / "restored.json"
     kept = results_module.kept_runs(exp) / model.name / f"seed{seed}"
+    committed = kept / "stages.json"
     if run.exists() and not marker.is_file():
         return False
-    source = marker if run.exists() else kept / "stages.json"
+    stale = run.exists() and committed.is_file() and json.loads(committed.read_text()) != json.loads(
+        marker.read_text())
+    source = marker if run.exists() and not stale else committed
     if not source.is_file():
         return False
     record = json.loads(source.read_text())
@@ -350,11 +355,11 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
             s.name not in record or [portable(a, *roots) for a in record[s.name]["commands"]]
             != [portable(a, *here) for a in s.commands] for s in chain):
         return False
-    if run.exists() or not copy:
+    if (run.exists() and not stale) or not copy:
         return True
-    # built in a sibling folder and renamed whole: a restore cut short must leave no folder,
-    # since one without its marker reads as a run this machine trained (and a training
-    # would append to its half-copied train.log)
+    # built in a sibling folder and renamed whole (over a stale copy): a restore cut short
+    # must leave no folder, since one without its marker reads as a run this machine
+    # trained (and a training would append to its half-copied train.log)
     with atomic_path(run) as tmp:
         gen = tmp / f"gen-{model.generate.subset}"
         gen.mkdir(parents=True)
