@@ -362,6 +362,19 @@ def test_debian_sum_and_cls_layouts(tmp_path):
     assert {x for x in labels if not x.startswith("madeupword")} == {"utils", "libs"}  # + fairseq's padding
 
 
+def test_debian_cls_labels_must_pair_with_inputs(tmp_path):
+    """The classification corpus is one-sided for the tokenizer (only the input is
+    subworded) but its labels pair line by line with the inputs: a label file one line
+    short shifted every later label onto the wrong input, and the recipe ran to the end."""
+    cls = small_corpus(tmp_path, {"input0": 0, "label": lambda p: "utils" if len(p[0]) % 2 else "libs"})
+    (cls / "train.label").write_text("".join((cls / "train.label").read_text().splitlines(True)[1:]))
+    bad = run_recipe("debian_cls", "--corpus", cls, "--root", tmp_path / "cls", "--vocab", "120", check=False)
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "data-prep/debian_cls: error: train: the sides have different line counts {'input0': 60, 'label': 59}")
+    assert not (tmp_path / "cls" / "prep.json").exists()
+
+
 # ------------------------------------------------------ downloads, resume, failures
 def test_download_verifies_then_renames(tmp_path):
     (tmp_path / "src").mkdir()

@@ -584,9 +584,12 @@ class Pipeline:
         with atomic_path(self.ws.dir("raw")) as tmp:
             tmp.mkdir(parents=True)
             info = write_raw(tmp) or {}
+            # every side pairs line by line, a one-sided corpus's labels too (only its input
+            # is tokenized, but a label file one line short would shift every later label)
+            sides = [self.spec.src, self.spec.tgt] if self.spec.tgt else self.L
             for split in self.raw_splits:
                 counts = {}
-                for lang in self.L:
+                for lang in sides:
                     if not (tmp / f"{split}.{lang}").is_file():
                         raise PrepError(f"the recipe wrote no {split}.{lang}")
                     counts[lang] = count_lines(tmp / f"{split}.{lang}")
