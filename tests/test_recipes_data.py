@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -530,3 +531,24 @@ def test_postprocess_bpe_moses(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mixer_plugin.data.postprocess", str(log), "--prep", str(root / "prep.json"),
                           "--out-dir", str(tmp_path / "o")], capture_output=True, text=True)
     assert bad.returncode == 2 and "1 hypotheses for 2 sentences" in bad.stderr
+
+
+def test_a_killed_runs_temporary_folders_are_swept(tmp_path):
+    """Every step writes into a hidden sibling (``.<name>.tmp<pid>``) renamed on success; a
+    run killed mid-step left it behind for good (on WMT, gigabytes), --force included.  A
+    new run removes those of processes that are gone, and leaves a live run's alone."""
+    root = tmp_path / "root"
+    (root / ".steps").mkdir(parents=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    (root / f".raw.tmp{gone}").mkdir()
+    (root / f".raw.tmp{gone}" / "train.en").write_text("half\n")
+    (root / ".steps" / f".tok.json.tmp{gone}").write_text("{")
+    (root / f".tok.tmp{os.getpid()}").mkdir()  # a run still going
+    (root / ".keep.tmpfile").write_text("not ours\n")
+    for force in ([], ["--force"]):
+        args = prep_lib.common_parser("t", "").parse_args(["--root", str(root), *force])
+        prep_lib.Workspace(root, args, "t")
+        assert sorted(p.name for p in root.iterdir() if p.name.startswith(".")) == [
+            ".keep.tmpfile", ".steps", f".tok.tmp{os.getpid()}"]
+        assert not list((root / ".steps").iterdir())

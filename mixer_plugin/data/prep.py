@@ -76,6 +76,26 @@ def atomic_path(path: Path):
             tmp.unlink()
 
 
+LEFTOVER = re.compile(r"^\..+\.tmp(\d+)$")  # atomic_path's sibling: .<name>.tmp<pid>
+
+
+def sweep_leftovers(folder: Path):
+    """Remove what atomic_path left in ``folder`` for processes that are gone (a run killed
+    mid-step); a live process's sibling is its work in progress."""
+    for p in folder.iterdir() if folder.is_dir() else ():
+        m = LEFTOVER.match(p.name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # alive (another run on this root), or not ours to signal
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
 def write_lines(path: Path, lines: Iterable[str]) -> int:
     n = 0
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -298,6 +318,8 @@ class Workspace:
             for name in ("raw", "tok", "subword", "bin", "ref", ".steps", "prep.json"):
                 p = self.root / name
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+        for folder in (self.root, self.steps):
+            sweep_leftovers(folder)
         self.steps.mkdir(parents=True, exist_ok=True)
 
     def dir(self, name: str) -> Path:
