@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -346,6 +347,22 @@ def test_debian_en_de_binarized(tmp_path):
     assert m["segments"] == {"train": 60, "valid": 10, "test": 12}
     assert (root / "bin" / "test.en-de.de.idx").is_file()
     assert (root / "ref" / "test.de").read_text() == (corpus / "test.de").read_text()
+
+
+def test_a_carriage_return_inside_a_line_ends_no_line(tmp_path):
+    """fairseq-preprocess reads with Python's universal newlines, where a lone \\r ends a
+    line.  One inside a training sentence survived tokenization and subword-nmt's BPE, so
+    the binarized English had one sentence more than the German and every later pair was
+    shifted (sentencepiece happened to normalise it away)."""
+    corpus = small_corpus(tmp_path, {"en": 0, "de": 1})
+    lines = (corpus / "train.en").read_text().split("\n")
+    lines[3] = lines[3].replace(" ", " \r", 1)
+    (corpus / "train.en").write_bytes("\n".join(lines).encode())
+    root = tmp_path / "out"
+    run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "150", "--subword", "bpe")
+    log = (root / "preprocess.log").read_text()
+    assert re.findall(r"subword/train\.(en|de): (\d+) sents", log) == [("en", "60"), ("de", "60")], log
+    assert b"\r" not in (root / "subword" / "train.en").read_bytes()
 
 
 def test_debian_sum_and_cls_layouts(tmp_path):

@@ -113,10 +113,13 @@ def open_text(path: Path):
 
 
 def read_lines(path: Path) -> List[str]:
-    """Lines without their newline; splits on \\n only (not on U+2028 and friends)."""
+    """Lines without their newline; splits on \\n only (not on U+2028 and friends).  A \\r
+    inside a line becomes a space: fairseq-preprocess reads with universal newlines, where
+    a lone \\r ends a line, so one left in a sentence would shift every later line of
+    that side against the other."""
     try:
         with open_text(path) as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f]
+            return [line.rstrip("\n").rstrip("\r").replace("\r", " ") for line in f]
     except FileNotFoundError:
         raise PrepError(f"missing file {path}") from None
     except (UnicodeDecodeError, EOFError, OSError, zlib.error) as e:
