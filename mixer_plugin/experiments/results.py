@@ -449,8 +449,8 @@ def speed_notes(exp: Experiment, speeds: Dict[str, dict]) -> List[str]:
         if kind not in exp.speed:
             continue
         if kind not in speeds:
-            notes.append(f"- {kind} speed: not benchmarked yet (`{SPEED_COMMANDS[kind].format(exp=shown(exp.path))}` "
-                         f"writes `{exp.speed[kind]}`)")
+            command = SPEED_COMMANDS[kind].format(exp=shown(exp.path), md=exp.speed[kind].with_suffix(".md"))
+            notes.append(f"- {kind} speed: not benchmarked yet (`{command}` writes `{exp.speed[kind]}`)")
             continue
         meta = speeds[kind]["meta"]
         what = ("fairseq-train's words/s, the experiment's own flags" if kind == "train" else
@@ -466,8 +466,8 @@ def speed_notes(exp: Experiment, speeds: Dict[str, dict]) -> List[str]:
     return notes
 
 
-SPEED_COMMANDS = {"train": "mixer-bench train {exp}",
-                  "decode": "mixer-bench decode <data>/bin --experiment {exp} --lengths L --beams B"}
+SPEED_COMMANDS = {"train": "mixer-bench train {exp} --md {md}",
+                  "decode": "mixer-bench decode <data>/bin --experiment {exp} --lengths L --beams B --md {md}"}
 
 
 def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path]) -> str:
