@@ -373,7 +373,8 @@ def main(argv=None):
     stem += "_cpu" if args.device == "cpu" else f"_cuda_{args.precision}"
     out_md = args.md or str(CHECKOUT / "results" / f"{stem}.md")
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
-    plot(rows, labels, beams, Path(out_md).with_suffix(".png"), meta["device"])
+    if len(lengths) > 1:  # a plot over L
+        plot(rows, labels, beams, Path(out_md).with_suffix(".png"), meta["device"])
     write_outputs(out_md, out_json, md, {"meta": meta, "rows": rows,
                                          "profile": {f"{L},{b}": v for (L, b), v in profile.items()}})
 
@@ -400,7 +401,9 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
                 cells.append(f"{r['sent_per_s']:.1f} ({r['speedup']:.2f}x); {r['ms_per_step']:.1f} ms")
             out.append(f"| `{label}` | " + " | ".join(cells) + " |")
         out.append("")
-    hard = [(L, b) for L in lengths for b in beams if ("hard", L, b) in by]
+    # the mixer-family sections read labels of MODELS: an experiment's rows are named by the file
+    mixers = not meta.get("experiment")
+    hard = [(L, b) for L in lengths for b in beams if ("hard", L, b) in by] if mixers else []
     if hard:
         out += ["## Hard retrieval against its ceiling", "",
                 "The transformer's decoding step, profiled (hooks on its decoder attention modules): the share s "
@@ -412,7 +415,7 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
         out.append(f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
                    f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |")
     windowed = [m for m in WINDOWED if m in labels]
-    if windowed:
+    if windowed and mixers and len(lengths) > 1:
         out += ["", "## Does the windowed decoders' advantage grow with length?", "",
                 "| model | beam | " + " | ".join(f"L={L}" for L in lengths) + " | grows |",
                 "|---|---:|" + "---:|" * len(lengths) + "---|"]

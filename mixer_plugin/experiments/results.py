@@ -15,6 +15,7 @@ of the same name), or, for an experiment without one, to ``work/<name>/results.m
 """
 
 import json
+import os
 import re
 import shutil
 import statistics
@@ -439,7 +440,7 @@ def speed_cells(r: ModelResult, speeds: Dict[str, dict], exp: Experiment) -> Lis
     return cells
 
 
-def speed_notes(exp: Experiment, speeds: Dict[str, dict]) -> List[str]:
+def speed_notes(exp: Experiment, speeds: Dict[str, dict], out: Path) -> List[str]:
     if not exp.speed:
         return ["- train wps: the median of fairseq's words/s per log interval over every seed's training (a "
                 "validation or a resume makes an interval read low); decode sent/s: fairseq-generate's own timing, "
@@ -457,12 +458,12 @@ def speed_notes(exp: Experiment, speeds: Dict[str, dict]) -> List[str]:
                 f"fairseq-generate's sentences/s, {meta.get('sentences', '?')} test sentences a batch, every "
                 f"hypothesis pinned to L = {next(iter(speeds[kind]['rows'].values()))['L']} tokens, beam "
                 f"{next(iter(speeds[kind]['rows'].values()))['beam']}")
-        notes.append(f"- {'train words/s' if kind == 'train' else 'decode sent/s'}: [`{shown(speeds[kind]['path'])}`]"
-                     f"({Path(speeds[kind]['path']).with_suffix('.md').name}), `{meta['command']}` on "
-                     f"{meta['date']}: every row in one run on an otherwise idle machine ({what}; median of "
-                     f"{meta.get('rounds', '?')} rounds, models round-robin), the speed-up against the baseline of "
-                     "that run. Not the campaign's own timings, which depend on the run that shared the machine "
-                     "and on the machine each session had")
+        table = Path(speeds[kind]["path"]).with_suffix(".md")
+        notes.append(f"- {'train words/s' if kind == 'train' else 'decode sent/s'}: `{meta['command']}` on "
+                     f"{meta['date']} ([{table.name}]({os.path.relpath(table, out.parent)}), with the machine's "
+                     f"load): every row in one benchmark run ({what}; median of {meta.get('rounds', '?')} rounds, "
+                     "models round-robin), the speed-up against the baseline of that run. Not the campaign's own "
+                     "timings, which depend on the run that shared the machine and on the machine each session had")
     return notes
 
 
@@ -521,7 +522,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
-    notes += speed_notes(exp, speeds)
+    notes += speed_notes(exp, speeds, out)
     md += notes + [""]
     if plots:
         md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]
