@@ -258,6 +258,7 @@ BAD = {
                   "models.a.claims: 'better than b' is not '<relation> <model>'"),
     "claim on nobody": ({"models": {"a": {"arch": "mixer_small_attn", "claims": ["> b"]}}},
                         "models.a.claims: 'b' is not another model of this file"),
+    "bad noise floor": ({"score": {"noise_floor": "big"}}, "score.noise_floor: expected a number of points >= 0"),
     "unknown speed": ({"speed": {"gpu": "results/x.json"}}, "speed: unknown key 'gpu'"),
     "speed not a benchmark": ({"speed": {"train": "results/bench_train_cpu.md"}},
                               "speed.train: expected the path of a mixer-bench train JSON file"),
@@ -288,10 +289,10 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
     from types import SimpleNamespace
 
     from mixer_plugin.experiments.results import ModelResult, claim_cells
-    from mixer_plugin.experiments.spec import Claim
+    from mixer_plugin.experiments.spec import Claim, Score
 
     def row(name, bleus, claims=()):
-        model = SimpleNamespace(name=name, claims=list(claims), score=SimpleNamespace(metrics=["bleu", "chrf"]))
+        model = SimpleNamespace(name=name, claims=list(claims), score=Score(metrics=["bleu", "chrf"]))
         return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
 
     claim = Claim(">", "transformer")
@@ -729,3 +730,33 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     assert runner.restore_run(exp, model, 1, chain)
     assert (run / "gen-test" / "hyp.txt").read_text() == "tuesday\n"
     assert json.loads((run / ".stages" / "restored.json").read_text())["train"]["finished"] == "tuesday"
+
+
+def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
+    """The transformer's first seed, trained again with the same command and seed on another
+    machine (for a decode of its checkpoints), moved from 26.34 to 25.93 BLEU, and the paired
+    bootstrap called that p 0.042: it sees the test set's sampling noise, not the training's.
+    Its three seeds then spread 0.13, so a one-seed row 0.35 behind with p 0.01 read as a
+    significant loss.  ``score.noise_floor`` (the rerun's gap) is the least gap that counts."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments.results import ModelResult, claim_cells
+    from mixer_plugin.experiments.spec import Claim, Score
+
+    def row(name, bleus, claims=(), floor=0.0):
+        model = SimpleNamespace(name=name, claims=list(claims), score=Score(metrics=["bleu"], noise_floor=floor))
+        return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
+
+    claim = Claim("<", "transformer")
+    transformer = {"transformer": row("transformer", [25.93, 25.82, 25.67])}
+    for floor, expected in ((0.0, "**confirmed** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, p 0.010)"),
+                            (0.41, "**inconclusive** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, rerun floor 0.41, "
+                                   "p 0.010)")):
+        mixer = row("mixer", [25.45], [claim], floor)
+        mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
+        assert claim_cells(mixer, transformer) == f"< transformer: {expected}"
+    # a row of one seed against a row of one seed: the floor alone
+    mixer = row("mixer", [25.45], [claim], 0.41)
+    mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
+    assert "**confirmed** (BLEU -0.55, rerun floor 0.41, p 0.010)" in claim_cells(
+        mixer, {"transformer": row("transformer", [26.0])})

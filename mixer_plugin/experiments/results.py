@@ -302,11 +302,14 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
         # spread, not against whichever of its seeds happens to be the first
         delta = mine[0] - theirs[0]
         spreads = [sd for sd in (mine[1], theirs[1]) if sd is not None]
-        spread = max(spreads) if spreads else None
+        # nor a gap smaller than a rerun of one command and seed produced (score.noise_floor)
+        floor = r.model.score.noise_floor
+        least = max([*spreads, floor]) if spreads or floor else None
         p = boot[key]["p_value"]
-        cells.append(f"{claim}: **{verdict(claim.relation, delta, p, spread)}** ({PRIMARY[key]} {delta:+.2f}"
-                     + (f" over {len(mine[2])} and {len(theirs[2])} seeds, spread {spread:.2f}" if spread is not None
+        cells.append(f"{claim}: **{verdict(claim.relation, delta, p, least)}** ({PRIMARY[key]} {delta:+.2f}"
+                     + (f" over {len(mine[2])} and {len(theirs[2])} seeds, spread {max(spreads):.2f}" if spreads
                         else "")
+                     + (f", rerun floor {floor:.2f}" if floor else "")
                      + f", p {p:.3f})")
     return "; ".join(cells)
 
@@ -517,7 +520,10 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     if with_claims:
         notes.append(f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
                      f"bootstrap's p < {ALPHA} (first seeds) and, where either row has several seeds, the gap between "
-                     "the means (a one-seed row: its score) exceeds the larger seed standard deviation; > and < are confirmed when significant in the claimed direction, "
+                     "the means (a one-seed row: its score) exceeds the larger seed standard deviation"
+                     + (f"; and always when the gap exceeds the rerun floor, {first.score.noise_floor:g} points (what "
+                        "two runs of one command and seed differed by)" if first.score.noise_floor else "")
+                     + "; > and < are confirmed when significant in the claimed direction, "
                      "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
     if sig:

@@ -67,6 +67,9 @@ class Score:
     tokenized: bool = False  # + BLEU on the tokenized text (as the WMT / IWSLT papers report)
     compound_split: bool = False  # with tokenized: split a-b as fairseq's compound_split_bleu.sh
     lowercase: bool = False
+    # the least gap of the claim metric that counts as a difference: what two runs of one
+    # command and seed differed by (float nondeterminism on another machine; docs/leaderboard.md)
+    noise_floor: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,8 @@ def _sub(cls, d, base, where):
         if bad:
             raise ExperimentError(f"{where}.metrics: unknown metric {bad[0]!r} (known: {', '.join(METRICS)})")
         values["metrics"] = list(metrics)
+    if "noise_floor" in values and (not isinstance(values["noise_floor"], (int, float)) or values["noise_floor"] < 0):
+        raise ExperimentError(f"{where}.noise_floor: expected a number of points >= 0")
     return replace(base, **values)
 
 
