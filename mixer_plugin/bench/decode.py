@@ -275,11 +275,15 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--json")
 
 
-def checked_labels(args, prog: str, transformer_first: bool):
-    """The data folder and ``--mixers`` checked -> the model labels, in order."""
+def check_data(args, prog: str):
     if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
         raise SystemExit(f"{prog}: error: {args.data} is not a fairseq data folder "
                          f"(no dict.{args.target_lang}.txt)")
+
+
+def checked_labels(args, prog: str, transformer_first: bool):
+    """The data folder and ``--mixers`` checked -> the model labels, in order."""
+    check_data(args, prog)
     labels = [m for m in args.mixers.split(",") if m]
     unknown = [m for m in labels if m not in MODELS]
     if unknown or not labels or (transformer_first and labels[0] != "transformer"):
@@ -307,7 +311,7 @@ def main(argv=None):
     if args.experiment:
         if args.mixers != ap.get_default("mixers"):
             raise SystemExit(f"{ap.prog}: error: --mixers and --experiment exclude each other")
-        checked_labels(argparse.Namespace(**{**vars(args), "mixers": "transformer"}), ap.prog, True)  # the data
+        check_data(args, ap.prog)
         models, described = experiment_rows(args.experiment, ap.prog)
     else:
         models = mixer_rows(checked_labels(args, ap.prog, transformer_first=True))

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 from ..data.prep import atomic_path
 from ..paths import CHECKOUT, WORK, shown
 from .spec import Experiment, Model
-from .stages import data_root, prep_manifest, run_dir, run_stages, prepare_stage, shell
+from .stages import data_root, flag_value, prep_manifest, run_dir, run_stages, prepare_stage, shell
 
 PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
            "rouge2": "R-2", "rougeL": "R-L", "accuracy": "accuracy"}
@@ -88,7 +88,7 @@ def bench_speeds(exp: Experiment) -> Dict[str, dict]:
         rows = payload["rows"]
         if kind == "decode":
             flags = next(iter(exp.models.values())).generate.flags
-            beam = int(flags[flags.index("--beam") + 1]) if "--beam" in flags else rows[0]["beam"]
+            beam = int(flag_value(flags, "--beam") or rows[0]["beam"])
             rows = sorted((r for r in rows if r["beam"] == beam), key=lambda r: r["L"])
         picked = {}
         for r in rows:
