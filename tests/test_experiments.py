@@ -701,6 +701,19 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs
 
 
+def test_every_row_keeps_its_own_style_in_the_plots():
+    """The leaderboard's 17 rows outnumber matplotlib's ten default colours: its curves drew
+    multiNN and talking heads in the same green.  Each row gets its own colour and marker
+    (and line style), the same in both plots."""
+    from mixer_plugin.experiments.results import row_styles
+
+    names = [f"row{i}" for i in range(30)]
+    style = row_styles(names)
+    assert len({(c, m) for c, m, _ in style.values()}) == 30
+    assert len({s for _, _, s in style.values()}) == 3
+    assert row_styles(names[:17])["row12"] == style["row12"]  # a row's style does not move as rows are added
+
+
 def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     """A machine keeps work/ between sessions.  When a run it restored is trained again
     elsewhere (a decode_of row needs its checkpoints) and the new copy is committed, the

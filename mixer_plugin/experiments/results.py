@@ -22,7 +22,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..data.prep import atomic_path
 from ..paths import CHECKOUT, WORK, shown
@@ -381,16 +381,19 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
     plt = pyplot()
 
     made = []
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    style = row_styles([r.model.name for r in results])
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
     for r in results:
         valid = [p for p in r.log["valid"] if "loss" in p]
         if valid and not r.model.decode_of:
-            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], "o-", ms=3, label=r.model.name)
+            color, marker, line = style[r.model.name]
+            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], color=color, marker=marker,
+                    linestyle=line, ms=3, label=r.model.name)
     if ax.lines:
         ax.set_xlabel("updates")
         ax.set_ylabel("valid loss (label-smoothed, base 2)")
         ax.set_title(f"{exp.name}: learning curves (first seed)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, not on them
         fig.tight_layout()
         made.append(folder / "curves.png")
         fig.savefig(made[-1], dpi=110)
@@ -411,19 +414,42 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
                for r in results if r.runs]
         panels.append(([(r, st, x) for r, st, x in pts if st is not None and x], label))
     if any(len(pts) > 1 for pts, _ in panels):
-        fig, axs = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4), squeeze=False)
+        # a few rows are named beside their points; more crowd each other's names (the
+        # leaderboard's best rows lie within 2 BLEU and 5% of speed), so they get a legend
+        crowded = max(len(pts) for pts, _ in panels) > 8
+        fig, axs = plt.subplots(1, len(panels), figsize=(6.4 * len(panels) + 2.0 * crowded, 4), squeeze=False)
         for ax, (pts, label) in zip(axs[0], panels):
             for r, (mean, std, _), x in pts:
-                ax.errorbar([x], [mean], yerr=[std] if std else None, fmt="o", capsize=3)
-                ax.annotate(r.model.name, (x, mean), fontsize=7, xytext=(4, 3), textcoords="offset points")
+                color, marker, _ = style[r.model.name]
+                ax.errorbar([x], [mean], yerr=[std] if std else None, color=color, fmt=marker, capsize=3,
+                            label=r.model.name)
+                if not crowded:
+                    ax.annotate(r.model.name, (x, mean), fontsize=7, xytext=(4, 3), textcoords="offset points")
             ax.set_xlabel(label)
             ax.set_ylabel(PRIMARY[main_key])
         fig.suptitle(f"{exp.name}: {PRIMARY[main_key]} against speed")
-        fig.tight_layout()
+        if crowded:  # one legend for both panels: a row missing from one (decode-only rows) is in the other
+            handles = {}
+            for ax in axs[0]:
+                handles.update(zip(*reversed(ax.get_legend_handles_labels())))
+            fig.legend(list(handles.values()), list(handles), fontsize=7, loc="center right")
+            fig.tight_layout(rect=(0, 0, 1 - 2.0 / fig.get_figwidth(), 1))
+        else:
+            fig.tight_layout()
         made.append(folder / "score_vs_speed.png")
         fig.savefig(made[-1], dpi=110)
         plt.close(fig)
     return made
+
+
+def row_styles(names: List[str]) -> Dict[str, Tuple[str, str, str]]:
+    """One (colour, marker, line style) per row, the same in every plot of a results file.
+    matplotlib's default cycle repeats its ten colours, so a leaderboard of 17 rows drew
+    multiNN and talking heads in one green; the marker and line style change with each pass
+    through the colours, which keeps 30 rows apart."""
+    colors = [f"C{i}" for i in range(10)]
+    markers, lines = "os^", ["-", "--", ":"]
+    return {name: (colors[i % 10], markers[i // 10 % 3], lines[i // 10 % 3]) for i, name in enumerate(names)}
 
 
 def first_model(exp: Experiment) -> str:
