@@ -480,6 +480,23 @@ def fake(tmp_path, monkeypatch):
     return write
 
 
+def test_a_results_file_forgets_the_runs_that_are_gone(fake, tmp_path):
+    """A recipe found wrong: its run folders are moved aside (and their committed copies
+    removed) before the rows train again.  The results file must not go on showing the void
+    figures until the first new run finishes."""
+    import shutil
+
+    from mixer_plugin.experiments import results
+
+    exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3})
+    results.write(exp)
+    assert "| 91.00 |" in (tmp_path / "tiny.md").read_text()
+    shutil.rmtree(tmp_path / "work" / "tiny")
+    results.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    assert "| `A` |" in md and "91.00" not in md and "71.00" not in md
+
+
 def kept_baseline(run: Path, name="bootstrap.json") -> str:
     """<model>/seed<N> of the baseline run a cached bootstrap compared against."""
     return "/".join(Path(json.loads((run / "gen-test" / name).read_text())["baseline"]).parts[-4:-2])

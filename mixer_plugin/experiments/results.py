@@ -330,10 +330,10 @@ def unstamped(md: str) -> str:
 
 def write(exp: Experiment) -> Optional[Path]:
     results = collect(exp)
-    if not any(r.runs for r in results):
-        return None
-    bootstrap(exp, results)
     out = results_path(exp)
+    if not any(r.runs for r in results) and not out.is_file():
+        return None  # (a file whose runs are all gone is written again, empty: its figures are void)
+    bootstrap(exp, results)
     folder = out.with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
     keep_run_outputs(exp, results)
