@@ -417,7 +417,8 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
         # a few rows are named beside their points; more crowd each other's names (the
         # leaderboard's best rows lie within 2 BLEU and 5% of speed), so they get a legend
         crowded = max(len(pts) for pts, _ in panels) > 8
-        fig, axs = plt.subplots(1, len(panels), figsize=(6.4 * len(panels) + 2.0 * crowded, 4), squeeze=False)
+        legend_width = 2.0 if crowded else 0.0  # inches beside the panels
+        fig, axs = plt.subplots(1, len(panels), figsize=(6.4 * len(panels) + legend_width, 4), squeeze=False)
         for ax, (pts, label) in zip(axs[0], panels):
             for r, (mean, std, _), x in pts:
                 color, marker, _ = style[r.model.name]
@@ -433,9 +434,7 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
             for ax in axs[0]:
                 handles.update(zip(*reversed(ax.get_legend_handles_labels())))
             fig.legend(list(handles.values()), list(handles), fontsize=7, loc="center right")
-            fig.tight_layout(rect=(0, 0, 1 - 2.0 / fig.get_figwidth(), 1))
-        else:
-            fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1 - legend_width / fig.get_figwidth(), 1))
         made.append(folder / "score_vs_speed.png")
         fig.savefig(made[-1], dpi=110)
         plt.close(fig)
@@ -447,9 +446,7 @@ def row_styles(names: List[str]) -> Dict[str, Tuple[str, str, str]]:
     matplotlib's default cycle repeats its ten colours, so a leaderboard of 17 rows drew
     multiNN and talking heads in one green; the marker and line style change with each pass
     through the colours, which keeps 30 rows apart."""
-    colors = [f"C{i}" for i in range(10)]
-    markers, lines = "os^", ["-", "--", ":"]
-    return {name: (colors[i % 10], markers[i // 10 % 3], lines[i // 10 % 3]) for i, name in enumerate(names)}
+    return {name: (f"C{i % 10}", "os^"[i // 10 % 3], ("-", "--", ":")[i // 10 % 3]) for i, name in enumerate(names)}
 
 
 def first_model(exp: Experiment) -> str:
