@@ -715,7 +715,9 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     assert "every hypothesis pinned to L = 25 tokens, beam 4" in md and "not benchmarked" not in md
     collected = results.collect(exp)
     results.bootstrap(exp, collected)
+    (tmp_path / "curves.png").write_bytes(b"a plot of runs that are gone")
     assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs
+    assert not (tmp_path / "curves.png").exists()
 
 
 def test_every_row_keeps_its_own_style_in_the_plots():

@@ -438,6 +438,8 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
         made.append(folder / "score_vs_speed.png")
         fig.savefig(made[-1], dpi=110)
         plt.close(fig)
+    for stale in {folder / "curves.png", folder / "score_vs_speed.png"} - set(made):
+        stale.unlink(missing_ok=True)  # a plot of runs that are gone (a recipe found wrong) would stay in the folder
     return made
 
 
