@@ -462,7 +462,7 @@ def fake(tmp_path, monkeypatch):
     refs = [" ".join(rnd.choice(WORDS) for _ in range(8)) for _ in range(60)]
     (root / "ref" / "test.de").write_text("\n".join(refs) + "\n")
 
-    def write(models, noise, baseline="A"):
+    def write(models, noise, baseline="A", metrics=("bleu",)):
         for name, m in models.items():
             for seed in m.get("seeds", [1]):
                 gen = tmp_path / "work" / "tiny" / name / f"seed{seed}" / "gen-test"
@@ -473,7 +473,7 @@ def fake(tmp_path, monkeypatch):
                 (gen / "score.json").write_text(json.dumps({"bleu": 100 * (1 - noise[name]) + seed}))
         path = tmp_path / "tiny.yaml"
         path.write_text(yaml.safe_dump({"name": "tiny", "data": "debian_en_de", "results": str(tmp_path / "tiny.md"),
-                                        "score": {"metrics": ["bleu"], "baseline": baseline},
+                                        "score": {"metrics": list(metrics), "baseline": baseline},
                                         "models": {n: {"arch": "mixer_small_attn", **m} for n, m in models.items()}}))
         return spec.load(path)
 
@@ -495,6 +495,24 @@ def test_a_results_file_forgets_the_runs_that_are_gone(fake, tmp_path):
     results.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     assert "| `A` |" in md and "91.00" not in md and "71.00" not in md
+
+
+def test_a_summarizer_that_ignores_its_source_shows_in_the_table(fake, tmp_path):
+    """The first summarization leaderboard scored ROUGE-L 12.65 with 38 distinct synopses
+    for 1,930 descriptions, which the table did not show: it took reading the hypotheses
+    to see that the model ignored its source.  A summarization table counts each row's
+    distinct outputs; translation tables, where the count says nothing, keep their columns."""
+    from mixer_plugin.experiments import results
+
+    exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 1.0}, metrics=("rouge",))
+    results.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    table = rows(md)
+    assert "| distinct outputs |" in md
+    assert "| 1 of 60 |" in table["B"] and "| 60 of 60 |" in table["A"], table
+    exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 1.0})
+    results.write(exp)
+    assert "distinct" not in (tmp_path / "tiny.md").read_text()
 
 
 def kept_baseline(run: Path, name="bootstrap.json") -> str:

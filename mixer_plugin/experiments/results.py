@@ -3,7 +3,9 @@
 For each model: parameters, updates, the last validation, the test scores over its
 seeds (mean +- sample std), each source's BLEU where the data has sources, the
 paired bootstrap p-value against the baseline model (first seed against first seed),
-training words/s and decoding sentences/s (from the idle-machine benchmarks the
+for summarization the number of distinct outputs (a model that ignores its source writes
+the same few summaries for every input, and ROUGE alone does not show it), training
+words/s and decoding sentences/s (from the idle-machine benchmarks the
 experiment names under ``speed:``, else from the logs of its own runs), the
 paper's figure for that row, and each of the paper's claims for it marked confirmed,
 refuted or inconclusive (``verdict``).  Plots: learning curves (valid loss over updates) and
@@ -105,6 +107,7 @@ class ModelResult:
     logs: List[dict]
     scores: List[dict]  # score.json of each run (translation) / {"accuracy": x}
     decode: List[Optional[float]]
+    distinct: List[Tuple[int, int]] = field(default_factory=list)  # (distinct, all) hypotheses per seed
     extra: Dict = field(default_factory=dict)  # seeds statistics, bootstrap
 
     @property
@@ -125,7 +128,7 @@ def collect(exp: Experiment) -> List[ModelResult]:
     out = []
     for m in exp.models.values():
         src = exp.models[m.decode_of] if m.decode_of else m
-        runs, logs, scores, decode = [], [], [], []
+        runs, logs, scores, decode, distinct = [], [], [], [], []
         for seed in m.seeds:
             run = run_dir(exp, m, seed)
             gen = run / f"gen-{m.generate.subset}"
@@ -139,9 +142,11 @@ def collect(exp: Experiment) -> List[ModelResult]:
                     continue
                 scores.append(json.loads((gen / "score.json").read_text()))
                 decode.append(decode_speed(gen / "generate.err"))  # fairseq-generate's log
+                hyps = (gen / "hyp.txt").read_text(encoding="utf-8").splitlines()
+                distinct.append((len(set(hyps)), len(hyps)))
             runs.append(run)
             logs.append(parse_train_log(run_dir(exp, src, seed) / "train.log"))
-        out.append(ModelResult(m, runs, logs, scores, decode))
+        out.append(ModelResult(m, runs, logs, scores, decode, distinct))
     return out
 
 
@@ -152,6 +157,16 @@ def keys(exp: Experiment, m: Model) -> List[str]:
     if m.score.tokenized and "tok_bleu" not in out:
         out.insert(0, "tok_bleu")
     return [k for k in out if k in PRIMARY]
+
+
+def summarizes(m: Model) -> bool:
+    return "rouge" in m.score.metrics
+
+
+def distinct_cell(r: ModelResult) -> str:
+    """Distinct hypotheses of the first seed, of all: 14 of 1,930 is a summarizer that
+    writes the same synopses whatever the description says."""
+    return f"{r.distinct[0][0]:,} of {r.distinct[0][1]:,}" if r.distinct else "–"
 
 
 def seed_stats(r: ModelResult, key: str):
@@ -510,6 +525,8 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     if exp.description:
         md += [exp.description, ""]
     head = ["model", "params", "updates", "seeds", "valid loss"] + [PRIMARY[k] for k in ks]
+    if summarizes(first):
+        head.append("distinct outputs")
     if baselines and exp.kind != "classification":
         head.append(f"p vs {base}" if base else "p vs the row's baseline")
     speeds = bench_speeds(exp)
@@ -524,6 +541,8 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         cells = [f"`{r.model.name}`", f"{r.log['params']:,}" if r.log["params"] else "–",
                  str(r.log["last_update"]) if r.runs else "–", str(len(r.runs)),
                  f"{valid[-1]['loss']:.3f}" if valid else "–", *[fmt_score(r, k) for k in ks]]
+        if summarizes(first):
+            cells.append(distinct_cell(r))
         if baselines and exp.kind != "classification":
             boot = r.extra.get("bootstrap", {})
             own = r.model.score.baseline
@@ -551,6 +570,9 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                      + "; > and < are confirmed when significant in the claimed direction, "
                      "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
+    if summarizes(first):
+        notes.append("- distinct outputs: how many of the first seed's summaries differ from one another; a model "
+                     "that has not learned to read its source writes the same few for every input")
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
     notes += speed_notes(exp, speeds, out)
