@@ -142,8 +142,9 @@ def collect(exp: Experiment) -> List[ModelResult]:
                     continue
                 scores.append(json.loads((gen / "score.json").read_text()))
                 decode.append(decode_speed(gen / "generate.err"))  # fairseq-generate's log
-                hyps = (gen / "hyp.txt").read_text(encoding="utf-8").splitlines()
-                distinct.append((len(set(hyps)), len(hyps)))
+                if summarizes(m):  # the only tables that show the count
+                    hyps = (gen / "hyp.txt").read_text(encoding="utf-8").splitlines()
+                    distinct.append((len(set(hyps)), len(hyps)))
             runs.append(run)
             logs.append(parse_train_log(run_dir(exp, src, seed) / "train.log"))
         out.append(ModelResult(m, runs, logs, scores, decode, distinct))
@@ -524,8 +525,9 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     md = [f"# {exp.title}", ""]
     if exp.description:
         md += [exp.description, ""]
+    summary = summarizes(first)
     head = ["model", "params", "updates", "seeds", "valid loss"] + [PRIMARY[k] for k in ks]
-    if summarizes(first):
+    if summary:
         head.append("distinct outputs")
     if baselines and exp.kind != "classification":
         head.append(f"p vs {base}" if base else "p vs the row's baseline")
@@ -541,7 +543,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         cells = [f"`{r.model.name}`", f"{r.log['params']:,}" if r.log["params"] else "–",
                  str(r.log["last_update"]) if r.runs else "–", str(len(r.runs)),
                  f"{valid[-1]['loss']:.3f}" if valid else "–", *[fmt_score(r, k) for k in ks]]
-        if summarizes(first):
+        if summary:
             cells.append(distinct_cell(r))
         if baselines and exp.kind != "classification":
             boot = r.extra.get("bootstrap", {})
@@ -570,7 +572,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                      + "; > and < are confirmed when significant in the claimed direction, "
                      "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
                      f"confirmed when not and within {EQUAL_MARGIN:g} point, else inconclusive")
-    if summarizes(first):
+    if summary:
         notes.append("- distinct outputs: how many of the first seed's summaries differ from one another; a model "
                      "that has not learned to read its source writes the same few for every input")
     if sig:
