@@ -515,6 +515,29 @@ def test_a_summarizer_that_ignores_its_source_shows_in_the_table(fake, tmp_path)
     assert "distinct" not in (tmp_path / "tiny.md").read_text()
 
 
+def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_path, monkeypatch):
+    """The summarization leaderboard judged every claim on ROUGE-L while its score-against-
+    speed plot drew ROUGE-1, the first metric of the file: the plot ranked local attention,
+    multiNN and the transformer on a figure the verdicts never read (multiNN's R-1 lead was
+    not significant, its R-L lead was)."""
+    from matplotlib.figure import Figure
+
+    from mixer_plugin.experiments import results
+
+    make_plots = results.make_plots  # the fixture below leaves plots out
+    exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("rouge",))
+    for name, (r1, rl) in {"A": (40.0, 36.0), "B": (42.0, 35.0)}.items():
+        run = tmp_path / "work" / "tiny" / name / "seed1"
+        (run / "gen-test" / "score.json").write_text(json.dumps({"rouge1": r1, "rouge2": 18.0, "rougeL": rl}))
+        (run / "train.log").write_text(
+            "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n")
+    drawn = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
+        {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}))
+    make_plots(exp, results.collect(exp), tmp_path)
+    assert drawn["score_vs_speed.png"] == [("R-L", [36.0, 35.0])], drawn
+
+
 def kept_baseline(run: Path, name="bootstrap.json") -> str:
     """<model>/seed<N> of the baseline run a cached bootstrap compared against."""
     return "/".join(Path(json.loads((run / "gen-test" / name).read_text())["baseline"]).parts[-4:-2])
