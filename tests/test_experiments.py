@@ -444,6 +444,10 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
 WORDS = "der die das haus katze hund baum auto ist gut schnell".split()
 
 
+# one logged training interval: a run's own words/s (999) for the plots and the tables
+TRAIN_LOG_LINE = "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n"
+
+
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """write(models, hyp noise per model) -> the loaded experiment, with every (model,
@@ -529,8 +533,7 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
     for name, (r1, rl) in {"A": (40.0, 36.0), "B": (42.0, 35.0)}.items():
         run = tmp_path / "work" / "tiny" / name / "seed1"
         (run / "gen-test" / "score.json").write_text(json.dumps({"rouge1": r1, "rouge2": 18.0, "rougeL": rl}))
-        (run / "train.log").write_text(
-            "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n")
+        (run / "train.log").write_text(TRAIN_LOG_LINE)
     drawn = {}
     monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
         {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}))
@@ -728,8 +731,7 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
 
     make_plots = results.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
-    (tmp_path / "work" / "tiny" / "A" / "seed1" / "train.log").write_text(
-        "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n")
+    (tmp_path / "work" / "tiny" / "A" / "seed1" / "train.log").write_text(TRAIN_LOG_LINE)
     raw = yaml.safe_load(exp.path.read_text())
     raw["generate"] = {"flags": "--beam 4"}
     raw["speed"] = {"train": str(tmp_path / "train.json"), "decode": str(tmp_path / "decode.json")}
