@@ -523,7 +523,8 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
     """The summarization leaderboard judged every claim on ROUGE-L while its score-against-
     speed plot drew ROUGE-1, the first metric of the file: the plot ranked local attention,
     multiNN and the transformer on a figure the verdicts never read (multiNN's R-1 lead was
-    not significant, its R-L lead was)."""
+    not significant, its R-L lead was).  A file that scores neither ROUGE nor BLEU (the
+    classification experiment: accuracy) keeps its plot, on its own metric."""
     from matplotlib.figure import Figure
 
     from mixer_plugin.experiments import results
@@ -539,6 +540,13 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
         {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}))
     make_plots(exp, results.collect(exp), tmp_path)
     assert drawn["score_vs_speed.png"] == [("R-L", [36.0, 35.0])], drawn
+    exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("accuracy",))
+    for name, accuracy in {"A": 80.0, "B": 75.0}.items():
+        (tmp_path / "work" / "tiny" / name / "seed1" / "gen-test" / "score.json").write_text(
+            json.dumps({"accuracy": accuracy}))
+    drawn.clear()
+    make_plots(exp, results.collect(exp), tmp_path)
+    assert drawn["score_vs_speed.png"] == [("accuracy", [80.0, 75.0])], drawn
 
 
 def kept_baseline(run: Path, name="bootstrap.json") -> str:

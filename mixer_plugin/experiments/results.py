@@ -278,8 +278,13 @@ EQUAL_MARGIN = 1.0  # points of the claim's metric within which two rows count a
 
 
 def claim_metric(m) -> str:
-    """The metric a claim is judged on: ROUGE-L where the experiment scores ROUGE, else BLEU."""
-    return "rougeL" if {"rouge", "rougeL"} & set(m.score.metrics) else "bleu"
+    """The metric a claim is judged on: ROUGE-L where the experiment scores ROUGE, else BLEU
+    where it scores BLEU (sacrebleu's, even where tokenized BLEU is listed too), else its
+    first metric (accuracy for classification)."""
+    metrics = m.score.metrics
+    if {"rouge", "rougeL"} & set(metrics):
+        return "rougeL"
+    return "bleu" if "bleu" in metrics else metrics[0]
 
 
 def verdict(relation: str, delta: float, p: float, spread: Optional[float] = None) -> str:
