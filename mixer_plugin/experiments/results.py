@@ -191,7 +191,8 @@ def bootstrap(exp: Experiment, results: List[ModelResult]):
     """p-values of each model's first seed against the baseline's (mixer-score's test),
     and against the other row of each of its claims; and of every later seed against the
     baseline's run of the same seed, shown seed by seed beside the claims (which stay on
-    the first seeds, the rule fixed before the runs)."""
+    the first seeds, the rule fixed before the runs); and of a baseline's later seeds
+    against its first (own_seeds)."""
     by_name = {r.model.name: r for r in results}
     for r in results:
         base = by_name.get(r.model.score.baseline)
