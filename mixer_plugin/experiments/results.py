@@ -618,21 +618,30 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
         return []
     key = claim_metric(base_r.model)
     name = PRIMARY[key]
-    base_score = {run.name: sc.get(key) for run, sc in zip(base_r.runs, base_r.scores)}
+    base_score = seed_scores(base_r, key)
     lines = [f"Seed by seed against `{base_r.model.name}` (each seed's paired bootstrap against the "
              f"baseline's run of the same seed; the claims above use the first seeds, the rule fixed "
              "before the runs):", "",
              f"| model | seed | {name} | `{base_r.model.name}` | Δ | p |", "|---|---|---:|---:|---:|---:|"]
     for r in rows:
-        score = {run.name: sc.get(key) for run, sc in zip(r.runs, r.scores)}
+        score = seed_scores(r, key)
         for seed, boot in r.extra["seed_pairs"].items():
             if seed not in base_score:  # a row whose first seed the baseline does not have
                 continue
-            mine, theirs = score[seed], base_score[seed]
-            p = boot.get(key, {}).get("p_value")
-            lines.append(f"| `{r.model.name}` | {seed.removeprefix('seed')} | {mine:.2f} | {theirs:.2f} | "
-                         f"{mine - theirs:+.2f} | " + (f"{p:.3f}" if p is not None else "–") + " |")
+            lines.append(f"| `{r.model.name}` | {seed.removeprefix('seed')} | "
+                         + gap_cells(score[seed], base_score[seed], boot, key))
     return lines + [""]
+
+
+def seed_scores(r: ModelResult, key: str) -> Dict[str, float]:
+    """seed<N> -> the run's score on ``key``."""
+    return {run.name: sc.get(key) for run, sc in zip(r.runs, r.scores)}
+
+
+def gap_cells(mine: float, theirs: float, boot: Dict, key: str) -> str:
+    """The cells `mine | theirs | Δ | p |` of a seed-against-seed row (p: the bootstrap on ``key``)."""
+    p = boot.get(key, {}).get("p_value")
+    return f"{mine:.2f} | {theirs:.2f} | {mine - theirs:+.2f} | " + (f"{p:.3f}" if p is not None else "–") + " |"
 
 
 def own_seeds_table(base_r: ModelResult) -> List[str]:
@@ -642,15 +651,13 @@ def own_seeds_table(base_r: ModelResult) -> List[str]:
     if not pairs:
         return []
     key = claim_metric(base_r.model)
-    score = {run.name: sc.get(key) for run, sc in zip(base_r.runs, base_r.scores)}
+    score = seed_scores(base_r, key)
     first = base_r.runs[first_run(base_r)].name
     lines = [f"`{base_r.model.name}` against its own first seed (one recipe, another seed: the gap a "
              "paired bootstrap finds between runs that differ only in their seed):", "",
              f"| seed | {PRIMARY[key]} | seed {first.removeprefix('seed')} | Δ | p |", "|---|---:|---:|---:|---:|"]
-    for seed, boot in pairs.items():
-        p = boot.get(key, {}).get("p_value")
-        lines.append(f"| {seed.removeprefix('seed')} | {score[seed]:.2f} | {score[first]:.2f} | "
-                     f"{score[seed] - score[first]:+.2f} | " + (f"{p:.3f}" if p is not None else "–") + " |")
+    lines += [f"| {seed.removeprefix('seed')} | " + gap_cells(score[seed], score[first], boot, key)
+              for seed, boot in pairs.items()]
     return lines + [""]
 
 
