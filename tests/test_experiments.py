@@ -791,6 +791,32 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     assert not (tmp_path / "curves.png").exists()
 
 
+def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
+    """The curves drew each row's first seed only.  The summarization leaderboard's multiNN
+    spread 1.93 R-L over its seeds because its validation loss drops in a step that came
+    750 updates later for seed 1 than for seeds 2 and 3, and the plot hid it: every seed's
+    curve is drawn, in its row's colour, the first one marked and named."""
+    from matplotlib.figure import Figure
+
+    from mixer_plugin.experiments import results
+
+    make_plots = results.make_plots  # the fixture below leaves plots out
+    exp = request.getfixturevalue("fake")({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
+    for name, seeds in (("A", (1, 2, 3)), ("B", (1,))):
+        for seed in seeds:
+            (tmp_path / "work" / "tiny" / name / f"seed{seed}" / "train.log").write_text("".join(
+                f"x | INFO | valid | epoch 001 | valid on 'valid' subset | loss {9 - u / 100 - seed:.2f} | "
+                f"num_updates {u}\n" for u in (100, 200)))
+    drawn = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
+        {Path(path).name: [(line.get_label(), line.get_color(), list(line.get_ydata())) for line in fig.axes[0].lines]}))
+    make_plots(exp, results.collect(exp), tmp_path)
+    a, b = (results.row_styles(["A", "B"])[m][0] for m in "AB")
+    assert [(label, color) for label, color, _ in drawn["curves.png"]] == [
+        ("A", a), ("_seed2", a), ("_seed3", a), ("B", b)], drawn["curves.png"]
+    assert [y for *_, y in drawn["curves.png"]][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
+
+
 def test_every_row_keeps_its_own_style_in_the_plots():
     """The leaderboard's 17 rows outnumber matplotlib's ten default colours: its curves drew
     multiNN and talking heads in the same green.  Each row gets its own colour and marker

@@ -419,16 +419,27 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
     made = []
     style = row_styles([r.model.name for r in results])
     fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    several = False
     for r in results:
-        valid = [p for p in r.log["valid"] if "loss" in p]
-        if valid and not r.model.decode_of:
-            color, marker, line = style[r.model.name]
-            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], color=color, marker=marker,
-                    linestyle=line, ms=3, label=r.model.name)
+        if r.model.decode_of:
+            continue
+        color, marker, line = style[r.model.name]
+        # every seed, because seeds can differ in shape and not only in level (the summarization
+        # multiNN's loss drops in a step that came 750 updates later for one seed than for the
+        # others); the first seed marked and named, the later ones thin, unnamed in the legend
+        for i, (run, log) in enumerate(zip(r.runs, r.logs)):
+            valid = [p for p in log["valid"] if "loss" in p]
+            if not valid:
+                continue
+            several |= i > 0
+            look = dict(marker=marker, ms=3, label=r.model.name) if i == 0 else dict(
+                lw=0.8, alpha=0.6, label=f"_{run.name}")
+            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], color=color,
+                    linestyle=line, **look)
     if ax.lines:
         ax.set_xlabel("updates")
         ax.set_ylabel("valid loss (label-smoothed, base 2)")
-        ax.set_title(f"{exp.name}: learning curves (first seed)")
+        ax.set_title(f"{exp.name}: learning curves" + (" (every seed; the first marked)" if several else ""))
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, not on them
         fig.tight_layout()
         made.append(folder / "curves.png")
