@@ -6,6 +6,7 @@ changes."""
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from conftest import E2E_REPO, e2e_env
@@ -132,6 +134,20 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert {"bootstrap.json", "bootstrap-vs-ngram.json"} <= {p.name for p in kept.iterdir()}
     assert not list((tmp / "results").rglob("*.pt")), "never checkpoints"
     assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
+
+
+def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
+    """One command and seed trains differently on another CPU (docs/leaderboard.md, "One
+    command, two machines"), so each committed stamp says what it ran on."""
+    from mixer_plugin.experiments.stages import machine
+
+    tmp, _, _ = finished
+    stamps = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "stages.json").read_text())
+    assert {"train", "average", "generate", "score"} <= set(stamps)
+    for stamp in stamps.values():
+        assert stamp["machine"] == machine()
+    assert machine()["cores"] == os.cpu_count() and machine()["torch"] == torch.__version__
+    assert machine()["cpu"]
 
 
 def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeypatch):

@@ -18,9 +18,12 @@ again with the same save dir and continues from ``checkpoint_last.pt``, and a ch
 command starts the run over (the old folder is kept as ``<run>.stale-<time>``).
 """
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -288,6 +291,31 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
 
 
 # -------------------------------------------------------------------- running
+@functools.lru_cache(maxsize=None)
+def machine() -> Dict[str, object]:
+    """What a stage ran on, for its stamp: the CPU model, the cores, torch's version and the
+    GPUs.  Another CPU or library adds floats in another order, so one command with one seed
+    trains differently there (docs/leaderboard.md, "One command, two machines"): the stamp
+    tells which committed runs can be expected to match bit for bit."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        cpu = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or platform.machine()
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = None
+    record: Dict[str, object] = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch_version}
+    if shutil.which("nvidia-smi"):
+        query = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                               capture_output=True, text=True, check=False)
+        gpus = [line.strip() for line in query.stdout.splitlines() if line.strip()]
+        if query.returncode == 0 and gpus:
+            record["gpus"] = gpus
+    return record
+
+
 def execute(stage: Stage, threads: int) -> float:
     """Run a stage's commands (skipping nothing; the caller checks ``done``); return
     the seconds it took.  On failure: StageError naming the command and its log."""
@@ -314,7 +342,8 @@ def execute(stage: Stage, threads: int) -> float:
     seconds = time.time() - start
     if stage.stamp:
         write_json(stage.stamp, {"inputs": stage.inputs(), "commands": stage.commands, "seconds": round(seconds, 1),
-                                 "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": threads})
+                                 "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": threads,
+                                 "machine": machine()})
     return seconds
 
 
