@@ -99,6 +99,20 @@ def test_hard_ops_time_equal_computations(tmp_path):
     assert "| attend | `v_rows.index_select(0, rows)` |" in md.read_text()
 
 
+def test_benchmarks_name_the_cpu_model_the_training_stamps_name(tmp_path):
+    """A benchmark's table names its CPU as every training stage's stamp does (the model name,
+    not "x86_64"), so a speed and a training run can be told to come from one machine."""
+    from mixer_plugin.bench import hard_ops
+    from mixer_plugin.experiments.stages import machine
+
+    cpu = machine()["cpu"]
+    assert mixers.run_meta(torch.device("cpu"))["device_name"] == cpu
+    js = tmp_path / "h.json"
+    hard_ops.main(["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(tmp_path / "h.md"),
+                   "--json", str(js)])
+    assert json.loads(js.read_text())["meta"]["device"].endswith(f", {cpu})")
+
+
 @pytest.mark.parametrize("bench", [mixers, heads, multiscale], ids=["mixers", "heads", "multiscale"])
 def test_committed_layer_table_is_what_its_json_renders_to(bench, tmp_path):
     """`mixer-bench ... --from-json` re-renders a finished run without timing anything: each

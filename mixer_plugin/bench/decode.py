@@ -42,7 +42,6 @@ import argparse
 import datetime
 import logging
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -55,7 +54,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..experiments.stages import PRECISIONS, command_env
 from ..paths import CHECKOUT
-from .mixers import command_line, write_outputs
+from .mixers import command_line, cpu_label, write_outputs
 
 SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s")
 # label -> decoder flags (the encoder is stock attention for every model)
@@ -365,7 +364,7 @@ def main(argv=None):
                      "transformer_attention_share": share, "ceiling": 1 / (1 - share)})
     meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                 "%Y-%m-%d %H:%M UTC"),
-            "device": (f"CPU ({os.cpu_count()} cores, {platform.machine()})" if args.device == "cpu"
+            "device": (cpu_label() if args.device == "cpu"
                        else f"{torch.cuda.get_device_name()}, {args.precision}"),
             "precision": args.precision, "torch": torch.__version__,
             "threads": torch.get_num_threads(), "load_start": load_start,

@@ -20,14 +20,13 @@ most self time.  The profiler's own overhead is in every figure, the same for ev
 import argparse
 import datetime
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 from ..paths import CHECKOUT
 from .decode import MODELS, SMALL, add_common_args, checked_labels, generate, make_checkpoint
-from .mixers import command_line, write_outputs
+from .mixers import command_line, cpu_label, write_outputs
 
 REGIONS = ("self-attention modules", "cross-attention modules", "attend (the equation)", "cache reorder")
 
@@ -160,7 +159,7 @@ def main(argv=None):
             print(f"{label:14s} {results[label]['ms_per_step']:7.1f} ms/step (profiled)", flush=True)
     meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                 "%Y-%m-%d %H:%M UTC"),
-            "device": f"CPU ({os.cpu_count()} cores, {platform.machine()})", "torch": torch.__version__,
+            "device": cpu_label(), "torch": torch.__version__,
             "threads": torch.get_num_threads(), "load_start": load_start,
             "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
             "L": args.length, "beam": args.beam, "sentences": args.sentences}

@@ -21,14 +21,13 @@ beside them in the same run, so the choice stays a measurement.
 import argparse
 import datetime
 import os
-import platform
 
 import torch
 import torch.nn.functional as F
 from torch.utils import benchmark
 
 
-from .mixers import command_line, write_outputs
+from .mixers import command_line, cpu_label, write_outputs
 from mixer_plugin.mixers.hard import value_rows
 PAPER = {"compare": (14.40, None), "normalise": (6.22, 2.10), "attend": (12.26, 2.93), "total": (32.88, 19.43)}
 
@@ -140,7 +139,7 @@ def main(argv=None):
         "command": command_line(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "device": torch.cuda.get_device_name(0) if args.device == "cuda" else
-        f"CPU ({os.cpu_count()} cores, {platform.machine()})",
+        cpu_label(),
         "torch": torch.__version__, "dtype": args.dtype, "threads": torch.get_num_threads(),
         "load_start": load_start, "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
     }  # fmt: skip

@@ -67,6 +67,7 @@ from torch import nn
 from fairseq.modules import MultiheadAttention
 
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, parse_item
+from ..experiments.stages import machine
 from ..paths import CHECKOUT
 
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
@@ -545,6 +546,13 @@ def command_line() -> str:
         ["python", "-m", "mixer_plugin.bench", *sys.argv[1:]])
 
 
+def cpu_label() -> str:
+    """How a benchmark names the CPU it ran on: the model name that every training stage's
+    stamp records too (``stages.machine``), so a benchmark and a training run can be matched
+    to one machine; ``platform.machine()`` would say only "x86_64"."""
+    return f"CPU ({os.cpu_count()} cores, {machine()['cpu']})"
+
+
 def run_meta(device) -> dict:
     """Where and when a benchmark ran: the command line, date, host, commit, versions,
     device, threads and the load average at the start (every bench_* script records it)."""
@@ -559,8 +567,7 @@ def run_meta(device) -> dict:
         "fairseq": fairseq.__version__,
         "python": platform.python_version(),
         "device": device.type,
-        "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
-                        else (platform.processor() or platform.machine())),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else machine()["cpu"],
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "cpu_count": os.cpu_count(),
