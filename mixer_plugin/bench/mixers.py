@@ -66,8 +66,8 @@ from torch import nn
 
 from fairseq.modules import MultiheadAttention
 
-from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, parse_item
 from ..experiments.stages import machine
+from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, parse_item
 from ..paths import CHECKOUT
 
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
