@@ -10,11 +10,14 @@
 2. numpy 2 removed ``np.compat`` and ``np.percentile(interpolation=)``, which the
    translation dataset uses for ``--num-batch-buckets``.  The two fairseq call
    sites are pointed at working equivalents; numpy itself is not touched.
+3. A training resumed after its first epoch did not continue as the one that never
+   stopped (:func:`_resume_batches_as_started`).
 
-Every patch checks that it is needed, so on a fixed fairseq it does nothing.
+Patches 1 and 2 check that they are needed, so on a fixed fairseq they do nothing.
 """
 
 import argparse
+import functools
 import types
 
 import numpy as np
@@ -126,10 +129,49 @@ def _fix_numpy2():
                 module.np = _NumpyWithCompat("numpy")
 
 
+def _resume_batches_as_started():
+    """fairseq builds a training set's batches once, in the process's first epoch, and
+    reuses them for every later epoch (only their order is shuffled again, with seed +
+    epoch): sentences of one length are shuffled with ``numpy_seed(seed + epoch)`` before
+    the length sort, so the batches hold them in an order that depends on that epoch.
+    A training that never stops builds them in epoch 1; one resumed in epoch E built
+    them with seed + E, so from its first update on it trained on the same sentences
+    grouped and ordered otherwise: another dropout pattern on each row, other float
+    sums, other weights (a resume at update 24 of 60, in epoch 3: losses apart in the
+    third decimal at once).  Built as in epoch 1 whatever the epoch it resumes in, a
+    resumed training continues bit for bit (tests/test_cli.py and the runner's crash
+    test, tests/test_runner_faults.py).  A training that starts at epoch 1 is untouched;
+    so are batches fairseq rebuilds every epoch (``--update-epoch-batch-itr``,
+    ``--rebuild-batches``, datasets that change with the epoch), which already depend on
+    the epoch alone."""
+    from fairseq.tasks import FairseqTask
+
+    original = FairseqTask.get_batch_iterator
+    if getattr(original, "built_as_in_epoch_1", False):
+        return
+
+    @functools.wraps(original)
+    def get_batch_iterator(self, dataset, *args, epoch=1, **kwargs):
+        built_once = (not kwargs.get("disable_iterator_cache", False)
+                      and not kwargs.get("update_epoch_batch_itr", False)
+                      and not getattr(self.cfg, "rebuild_batches", False)
+                      and self.can_reuse_epoch_itr(dataset))
+        if epoch <= 1 or not built_once or dataset in self.dataset_to_epoch_iter:
+            return original(self, dataset, *args, epoch=epoch, **kwargs)
+        iterator = original(self, dataset, *args, epoch=1, **kwargs)  # the batches of epoch 1 ...
+        dataset.set_epoch(epoch)  # ... and everything else of the epoch it resumes in
+        iterator.epoch = epoch
+        return iterator
+
+    get_batch_iterator.built_as_in_epoch_1 = True
+    FairseqTask.get_batch_iterator = get_batch_iterator
+
+
 def apply():
     global _applied
     if _applied:
         return
     _allowlist_checkpoint_classes()
     _fix_numpy2()
+    _resume_batches_as_started()
     _applied = True

@@ -138,6 +138,26 @@ class E2EData:
         return (self.raw / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
 
 
+def e2e_pairs(split, want):
+    """The slice's first ``want`` (en, de) pairs of a split: every 7th pair of the bundled
+    corpus, so that the slice mixes its sources (it is ordered by source), without pairs
+    with a side longer than E2E_MAX_WORDS."""
+    pairs = []
+    for en, de in list(zip(bundled_lines(split, "en"), bundled_lines(split, "de")))[::7]:
+        en, de = en.strip(), de.strip()
+        if en and de and len(en.split()) <= E2E_MAX_WORDS and len(de.split()) <= E2E_MAX_WORDS:
+            pairs.append((en, de))
+            if len(pairs) == want:
+                break
+    assert len(pairs) == want, f"{split}: only {len(pairs)} usable pairs in the sample"
+    return pairs
+
+
+def write_pairs(folder: Path, split, pairs):
+    for i, lang in enumerate(("en", "de")):
+        (folder / f"{split}.{lang}").write_text("".join(p[i] + "\n" for p in pairs), encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def e2e_data(tmp_path_factory):
     """The sample slice, raw and fairseq-preprocessed (joined dictionary)."""
@@ -146,19 +166,7 @@ def e2e_data(tmp_path_factory):
     data = E2EData(tmp_path_factory.mktemp("e2e_data"))
     data.raw.mkdir()
     for split, want in E2E_SIZES.items():
-        pairs = []
-        # every 7th pair, so that the slice mixes the corpus' sources (it is ordered by source)
-        for en, de in list(zip(bundled_lines(split, "en"), bundled_lines(split, "de")))[::7]:
-            en, de = en.strip(), de.strip()
-            if en and de and len(en.split()) <= E2E_MAX_WORDS and len(de.split()) <= E2E_MAX_WORDS:
-                pairs.append((en, de))
-                if len(pairs) == want:
-                    break
-        assert len(pairs) == want, f"{split}: only {len(pairs)} usable pairs in the sample"
-        for i, lang in enumerate(("en", "de")):
-            (data.raw / f"{split}.{lang}").write_text(
-                "".join(p[i] + "\n" for p in pairs), encoding="utf-8"
-            )
+        write_pairs(data.raw, split, e2e_pairs(split, want))
     e2e_fairseq(
         "preprocess",
         "--source-lang", "en", "--target-lang", "de",
@@ -170,6 +178,21 @@ def e2e_data(tmp_path_factory):
     for name in ("dict.en.txt", "dict.de.txt", "train.en-de.en.bin", "test.en-de.de.idx"):
         assert (data.bin / name).is_file(), name
     return data
+
+
+def corpus_folder(root: Path) -> Path:
+    """The slice's start as a Debian-style corpus folder (300 training pairs, 20 validation
+    and 20 test pairs), with a source per test line: what the runner's tests prepare."""
+    root.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        write_pairs(root, split, e2e_pairs(split, 300 if split == "train" else 20))
+    (root / "test.source").write_text("".join(("a" if i < 12 else "b") + "\n" for i in range(20)), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return corpus_folder(tmp_path_factory.mktemp("tiny_corpus"))
 
 
 def e2e_copy_checkpoint_dir(src: Path, dst: Path) -> Path:

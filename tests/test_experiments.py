@@ -48,18 +48,6 @@ def experiment(tmp_path, corpus, **changes):
     return path
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, e2e_data):
-    """The e2e slice as a Debian-style corpus folder, with a source per test line."""
-    root = tmp_path_factory.mktemp("tiny_corpus")
-    for split in ("train", "valid", "test"):
-        for lang in ("en", "de"):
-            lines = e2e_data.lines(split, lang)[: 300 if split == "train" else 20]
-            (root / f"{split}.{lang}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    (root / "test.source").write_text("".join(("a" if i < 12 else "b") + "\n" for i in range(20)), encoding="utf-8")
-    return root
-
-
 def mixer_run(path, *args, work):
     env = e2e_env(MIXER_WORK=str(work))
     return subprocess.run([sys.executable, "-m", "mixer_plugin.experiments.runner", str(path), *args],
@@ -440,7 +428,6 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
         (md.with_suffix("") / "runs" / "score.json").write_text(json.dumps(table))
         return md
 
-    monkeypatch.setattr(runner, "CHECKOUT", tmp_path)
     monkeypatch.setattr(runner.results_module, "write", write)
     fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=lambda line: None))
     runner.Runner._write_results(fake, commit="a finished")
@@ -682,7 +669,7 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     assert dry.restore(dry.chains()) == set()
 
 
-def test_the_jobs_write_the_results_one_at_a_time(monkeypatch):
+def test_the_jobs_write_the_results_one_at_a_time(monkeypatch, tmp_path):
     """Two jobs finishing together re-rendered the results file, ran the same bootstraps
     and called git at once (git's index.lock refused one; a temp file vanished under the
     other)."""
@@ -701,7 +688,8 @@ def test_the_jobs_write_the_results_one_at_a_time(monkeypatch):
         inside[0] -= 1
 
     monkeypatch.setattr(runner.results_module, "write", write)
-    exp = SimpleNamespace(models={}, path=Path("x.yaml"))
+    monkeypatch.setattr(runner, "WORK", tmp_path)  # where the results' lock lies
+    exp = SimpleNamespace(name="x", models={}, path=Path("x.yaml"))
     r = runner.Runner(exp, 2, 1)
     threads = [threading.Thread(target=r.write_results) for _ in range(4)]
     for t in threads:

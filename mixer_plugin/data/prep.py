@@ -79,12 +79,15 @@ def atomic_path(path: Path):
 LEFTOVER = re.compile(r"^\..+\.tmp(\d+)$")  # atomic_path's sibling: .<name>.tmp<pid>
 
 
-def sweep_leftovers(folder: Path):
-    """Remove what atomic_path left in ``folder`` for processes that are gone (a run killed
-    mid-step); a live process's sibling is its work in progress."""
+def sweep_leftovers(folder: Path, recursive: bool = False):
+    """Remove what atomic_path left in ``folder`` (and its subfolders with ``recursive``)
+    for processes that are gone (a run killed mid-step); a live process's sibling is its
+    work in progress."""
     for p in folder.iterdir() if folder.is_dir() else ():
         m = LEFTOVER.match(p.name)
         if m is None:
+            if recursive and p.is_dir() and not p.is_symlink():
+                sweep_leftovers(p, recursive=True)
             continue
         try:
             os.kill(int(m.group(1)), 0)

@@ -8,13 +8,21 @@ one).  fairseq ships that script in its repository, not in the package.
 "Last" follows the update count of ``checkpoint_<epoch>_<updates>.pt``
 (``--save-interval-updates``), else the epoch of ``checkpoint<epoch>.pt``.
 With N = 1 or only one checkpoint it refuses: use that checkpoint directly.
+
+``resume_point`` is the runner's check before it continues a training: a
+``checkpoint_last.pt`` that does not load (a kill or a full disk during fairseq's copy
+of it, which unlike its first save is not atomic) is set aside, and the newest
+checkpoint of the save dir that loads takes its place.
 """
 
 import argparse
 import collections
 import os
 import re
+import shutil
+import time
 from pathlib import Path
+from typing import Optional, Tuple
 
 import torch
 
@@ -54,6 +62,62 @@ def average(paths):
         total[k] = (v / len(paths)).to(ref.dtype) if ref.is_floating_point() else v
     state["model"] = total
     return state
+
+
+def check(path: Path) -> Tuple[Optional[int], Optional[str]]:
+    """(its update count, None) when ``path`` loads as fairseq loads it to resume (on the
+    CPU, weights only, with compat's allowlist), else (None, why not: torch.load's first
+    line)."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001  (truncated zip, zeros, a bad pickle: all one answer)
+        return None, (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0]
+    if not isinstance(state, dict) or "model" not in state:
+        return None, "no model state in it"
+    history = state.get("optimizer_history") or [{}]
+    return int(history[-1].get("num_updates", 0)), None
+
+
+def resume_point(save_dir: Path) -> Optional[str]:
+    """Make ``save_dir/checkpoint_last.pt`` one that loads, before fairseq resumes from it.
+
+    Nothing to do (None) when it loads or is absent.  Otherwise it is renamed to
+    ``checkpoint_last.pt.damaged-<time>`` (kept, never deleted: a name fairseq's own
+    checkpoint patterns do not match, so its clean-up leaves it alone), and so is every
+    newer checkpoint that does not load; the newest numbered checkpoint that loads (by
+    modification time; else checkpoint_best.pt) is copied in its place (atomically).  With none, the
+    training starts over.  Returns the one line that says what happened and why."""
+    last = save_dir / "checkpoint_last.pt"
+    if not last.is_file():
+        return None
+    _, error = check(last)
+    if error is None:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = [set_aside(last, stamp)]
+    # the numbered checkpoints, newest first; checkpoint_best.pt (a copy of one of them,
+    # maybe an old one) only where none of them loads
+    numbered = [p for p in save_dir.glob("checkpoint*.pt") if p.name not in (last.name, "checkpoint_best.pt")]
+    candidates = [*sorted(numbered, key=lambda p: p.stat().st_mtime, reverse=True),
+                  *[p for p in [save_dir / "checkpoint_best.pt"] if p.is_file()]]
+    why = f"checkpoint_last.pt does not load ({error}); kept as {aside[0].name}"
+    for p in candidates:
+        updates, bad = check(p)
+        if bad is not None:
+            aside.append(set_aside(p, stamp))
+            continue
+        tmp = last.with_name(f".{last.name}.tmp{os.getpid()}")
+        shutil.copyfile(p, tmp)
+        os.replace(tmp, last)
+        more = f" (and {', '.join(a.name for a in aside[1:])}, which do not load either)" if aside[1:] else ""
+        return f"{why}{more}; resuming from {p.name} (update {updates})"
+    return f"{why}; no other checkpoint loads, so the training starts over"
+
+
+def set_aside(path: Path, stamp: str) -> Path:
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    path.rename(aside)
+    return aside
 
 
 def main(argv=None):

@@ -398,17 +398,22 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]):
     for r in results:
         for run in r.runs:
             dest = kept_runs(exp) / r.model.name / run.name
-            dest.mkdir(parents=True, exist_ok=True)
             gen = run / f"gen-{r.model.generate.subset}"
-            for src in (*(run / f for f in RUN_FILES), *(p for pattern in GEN_FILES for p in sorted(gen.glob(pattern)))):
-                if src.is_file():
-                    shutil.copyfile(src, dest / src.name)
-            stamps = run / ".stages"
-            restored = stamps / "restored.json"  # a restored run: the record of the machine that ran it
-            record = json.loads(restored.read_text()) if restored.is_file() else {
-                p.stem: json.loads(p.read_text()) for p in sorted(stamps.glob("*.json")) if not p.stem.endswith("begun")}
-            if record:
-                (dest / "stages.json").write_text(json.dumps(record, indent=1) + "\n")
+            # built beside and renamed whole: a copy cut short (a killed runner) is never a
+            # committed run's hypotheses beside another training's stage records
+            with atomic_path(dest) as tmp:
+                tmp.mkdir()
+                for src in (*(run / f for f in RUN_FILES),
+                            *(p for pattern in GEN_FILES for p in sorted(gen.glob(pattern)))):
+                    if src.is_file():
+                        shutil.copyfile(src, tmp / src.name)
+                stamps = run / ".stages"
+                restored = stamps / "restored.json"  # a restored run: the record of the machine that ran it
+                record = json.loads(restored.read_text()) if restored.is_file() else {
+                    p.stem: json.loads(p.read_text()) for p in sorted(stamps.glob("*.json"))
+                    if not p.stem.endswith("begun")}
+                if record:
+                    (tmp / "stages.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> List[Path]:

@@ -13,9 +13,16 @@ Each data recipe is prepared once; then every (model, seed) is a chain of stages
 each with ``--threads`` threads (the core budget is their product).  One progress line
 per stage, with the elapsed time and an estimate of what is left; a line every few
 minutes while a model trains.  Finished stages are skipped, a killed training
-continues from its ``checkpoint_last.pt``.  At the end (and after every run with
-``--commit``) the results file is regenerated from the run folders, and each run's small
-outputs are copied beside it.
+continues from its ``checkpoint_last.pt`` (or from the newest checkpoint that loads).
+At the end (and after every run with ``--commit``) the results file is regenerated from
+the run folders, and each run's small outputs are copied beside it.
+
+Several runners may share an experiment: each run, each prepared dataset and the results
+file has a lock (``locks``) that a runner takes before it starts a stage there and keeps
+until the run's last stage ends; another runner skips a held run in one line and goes on
+with the rest, and waits for a dataset being prepared.  Every command runs under a guard
+(``guard``) that ends its whole process group when the runner ends, ``kill -9`` included;
+SIGINT, SIGTERM and SIGHUP stop the running stages and exit (``stop``).
 
 Those committed copies (``results/<name>/runs/<model>/seed<N>/``) are what a campaign
 resumes from on another machine, where ``work/`` is empty: a run whose copy records the
@@ -27,24 +34,29 @@ decode is still to do.
 
 import argparse
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..data.prep import atomic_path
-from ..paths import CHECKOUT, shown
+from ..data.prep import atomic_path, sweep_leftovers
+from ..paths import WORK, shown
+from . import guard
 from . import results as results_module
+from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
 from .stages import (PLUGIN, Stage, StageError, execute, flag_value, ngpu, precision, prepare_stage, run_dir, run_stages,
                      shell)
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
+STOPPING = False  # a SIGINT, SIGTERM or SIGHUP of the runner is stopping it (``stop``)
 
 
 class Progress:
@@ -159,7 +171,16 @@ class Runner:
             # counts only while that training is today's too (restored, or done here)
             if model.decode_of and source not in restored and not all(s.done() for s in everything[source]):
                 continue
-            if restore_run(self.exp, model, seed, chain, copy=not self.dry_run):
+            if self.dry_run:
+                found = restore_run(self.exp, model, seed, chain, copy=False)
+            else:
+                try:  # a run another runner holds is its own business: left alone
+                    with Lock(run_dir(self.exp, model, seed)) as lock:
+                        self.took_over(label, lock)
+                        found = restore_run(self.exp, model, seed, chain)
+                except Held:
+                    found = False
+            if found:
                 restored.add(label)
         pending = [c for label, c in chains if label not in restored and not all(s.done() for s in c)]
         for chain in pending:
@@ -168,13 +189,6 @@ class Runner:
                 label = f"{run.parent.name}/{run.name}"
                 if label in restored and not dep.done():
                     restored.discard(label)
-        # a selected run to train again in a folder restored before (a decode needs its
-        # checkpoints, or its commands changed): the folder holds only copies of committed
-        # files, and a training would append to the train.log it finds there
-        for label, _ in chains:
-            run = run_dir(self.exp, *self.model_seed(label))
-            if label not in restored and (run / ".stages" / "restored.json").is_file() and not self.dry_run:
-                shutil.rmtree(run)
         return restored
 
     # ------------------------------------------------------------------ running
@@ -196,8 +210,12 @@ class Runner:
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
         self.progress.say(f"{exp.name}: {len(self.models)} models; {self.jobs} runs at a time x {self.threads} "
                           f"threads = {cores} cores")
+        results = results_module.results_path(exp)
+        if self.commit and git_repo(results) is None:
+            self.progress.say(f"--commit: {shown(results)} is outside any git repository, or ignored in its own: "
+                              f"nothing will be committed")
         for stage in self.prepared.values():  # every dataset first, each once
-            if not self.step("data", stage, []):
+            if not self.prepare(stage):
                 return False
         chains = self.chains()
         restored = self.restore(chains)
@@ -210,15 +228,16 @@ class Runner:
                           f"({sum(len(c) for _, c in chains) - todo} done before)")
         ok = True
         events = {id(s): threading.Event() for _, c in chains for s in c}
+        skipped: List[str] = []
 
-        def run_chain(label, chain):
+        def run_chain(label, chain, hold):
             nonlocal ok
             ran = not all(s.done() for s in chain)
             for i, stage in enumerate(chain):
                 for dep in stage.after:  # a decode waits for the training it decodes
                     if id(dep) in events and dep not in chain:
                         events[id(dep)].wait()
-                if not ok or not self.step(label, stage, [s.name for s in chain[i + 1:]]):
+                if not ok or not self.step(label, stage, [s.name for s in chain[i + 1:]], hold):
                     ok = False
                     for s in chain[i:]:
                         events[id(s)].set()
@@ -226,6 +245,29 @@ class Runner:
                 events[id(stage)].set()
             if self.commit and ran:
                 self.write_results(commit=f"{exp.name}: {label} finished")
+
+        def run_job(job):
+            """A training and the decodes of its checkpoints, holding every folder they
+            write, or nothing of it where another runner holds one."""
+            locks = self.lock_job(job)
+            if locks is None:
+                skipped.extend(label for label, _ in job)
+                for _, chain in job:
+                    for s in chain:
+                        events[id(s)].set()
+                return
+            try:
+                for label, chain in job:
+                    run = run_dir(exp, *self.model_seed(label))
+                    # a run to train again in a folder restored before (a decode needs its
+                    # checkpoints, or its commands changed): the folder holds only copies of
+                    # committed files, and a training would append to the train.log it finds
+                    if (run / ".stages" / "restored.json").is_file():
+                        shutil.rmtree(run)
+                    run_chain(label, chain, [lock.fd for lock in locks])
+            finally:
+                for lock in locks:
+                    lock.release()
 
         # A decode of another model's checkpoints (decode_of) runs in the job of the training
         # it decodes, right after it: queued behind every other training, it would wait for
@@ -242,21 +284,68 @@ class Runner:
                 jobs.append(by_label[label])
 
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            list(pool.map(lambda job: [run_chain(*c) for c in job], jobs))
+            list(pool.map(run_job, jobs))
         self.write_results(commit=f"{exp.name}: results" if self.commit and ok else None)
+        if skipped:
+            self.progress.say(f"skipped, held by another runner: {', '.join(skipped)} (rerun the same command "
+                              f"once it is done to see {'them' if len(skipped) > 1 else 'it'} in the results)")
         return ok
+
+    def lock_job(self, job: List[Tuple[str, List[Stage]]]) -> Optional[List[Lock]]:
+        """The locks of every run folder a job writes (its runs', and the save dir of a
+        training it decodes), or None, having said which run is held by whom, when another
+        runner holds one of them."""
+        folders = {run_dir(self.exp, *self.model_seed(label)): label for label, _ in job}
+        for label, chain in job:
+            for dep in (d for s in chain for d in s.after if d.name == "train"):
+                folders.setdefault(dep.outputs[0].parent, label)
+        locks = []
+        for folder, label in sorted(folders.items()):
+            try:
+                locks.append(Lock(folder).acquire(patience=3.0))
+            except Held as e:
+                for lock in locks:
+                    lock.release()
+                self.progress.say(f"{label}: skipped, another runner holds {shown(folder)}: {e.who()}")
+                return None
+            self.took_over(label, locks[-1])
+        return locks
+
+    def took_over(self, what: str, lock: Lock):
+        """One line where a lock's last holder died holding it (its record is still there)."""
+        h = lock.took_over
+        if h is not None:
+            state = {False: "it is gone", None: "on another host, it ended or lost its lock"}.get(h.alive(),
+                                                                                                 "its pid is reused")
+            self.progress.say(f"{what}: taking over the lock of {h} ({state})")
+
+    def prepare(self, stage: Stage) -> bool:
+        """A dataset's preparation, by one runner at a time: another waits for it (every
+        run needs the data) and then finds it done."""
+        lock = Lock(stage.outputs[0].parent)
+        try:
+            lock.acquire()
+        except Held as e:
+            self.progress.say(f"data: waiting for {e.who()}, which prepares {shown(stage.outputs[0].parent)}")
+            lock.acquire(wait=True)
+        self.took_over("data", lock)
+        try:
+            return self.step("data", stage, [], [lock.fd])
+        finally:
+            lock.release()
 
     def results_only(self) -> bool:
         """The results from the run folders, with the committed runs restored first (which
         needs the data prepared: the commands name its languages)."""
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
-        if not all(self.step("data", stage, []) for stage in self.prepared.values()):
+        if not all(self.prepare(stage) for stage in self.prepared.values()):
             return False
         self.restore([])  # nothing runs, so nothing needs its checkpoints: every committed run counts
         self.write_results()
         return True
 
-    def step(self, label: str, stage: Stage, pending: List[str]) -> bool:
+    def step(self, label: str, stage: Stage, pending: List[str], hold: Sequence[int] = ()) -> bool:
+        """Run one stage (unless done), holding ``hold`` (its run's locks) in its processes."""
         if stage.done():
             return True
         self.progress.say(f"{label} {stage.name}: started ({shown(stage.log)})")
@@ -271,9 +360,11 @@ class Runner:
             watcher = threading.Thread(target=beat, daemon=True)
             watcher.start()
         try:
-            seconds = execute(stage, self.threads)
+            seconds = execute(stage, self.threads, hold,
+                              say=lambda note: self.progress.say(f"{label} {stage.name}: {note}"))
         except StageError as e:
-            self.progress.say(f"{label} error: {e}")
+            if not STOPPING:  # (stopped by a signal: the handler says so)
+                self.progress.say(f"{label} error: {e}")
             return False
         finally:
             if watcher is not None:
@@ -283,22 +374,46 @@ class Runner:
 
     # ------------------------------------------------------------------ results
     def write_results(self, commit=None):
-        # one at a time: the jobs share the results file, its bootstrap caches and git's index
-        with self.writing:
+        # one at a time: the jobs, and other runners of the experiment, share the results
+        # file, its bootstrap caches and git's index
+        with self.writing, Lock(WORK / self.exp.name / "results").acquire(wait=True):
             self._write_results(commit)
 
     def _write_results(self, commit=None):
         path = results_module.write(self.exp)
         if path is not None:
             self.progress.say(f"results: {shown(path)}")
-        if commit and path is not None and path.is_relative_to(CHECKOUT / "results"):
+        repo = git_repo(path) if commit and path is not None else None
+        if repo is not None:
             results_dir = path.with_suffix("")
+            sweep_leftovers(results_dir, recursive=True)  # a killed runner's half-built copies: never committed
             paths = [str(path), str(results_dir)]
-            subprocess.run(["git", "add", *paths], cwd=CHECKOUT, check=False)
+            git(repo, "add", *paths)
             # a re-render that changed nothing (a resumed campaign's skipped runs) is no commit
-            unchanged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", *paths], cwd=CHECKOUT)
-            if unchanged.returncode != 0:
-                subprocess.run(["git", "commit", "-q", "-m", commit, "--", *paths], cwd=CHECKOUT, check=False)
+            if git(repo, "diff", "--cached", "--quiet", "--", *paths).returncode != 0:
+                done = git(repo, "commit", "-q", "-m", commit, "--", *paths)
+                if done.returncode != 0:
+                    self.progress.say(f"results: git commit failed: {(done.stderr or done.stdout).strip()[:300]}")
+
+
+def git_repo(path: Path) -> Optional[Path]:
+    """The git work tree that can commit ``path`` (a results file), or None: outside any
+    repository, or ignored there (the default ``work/<name>/results.md``)."""
+    folder = next(p for p in path.parents if p.is_dir())  # (before the first write, results/ may not exist)
+    top = git(folder, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        return None
+    repo = Path(top.stdout.strip())
+    return None if git(repo, "check-ignore", "-q", str(path)).returncode == 0 else repo
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """git in ``repo``, in a session of its own: a Ctrl-C or a killed runner lets a commit
+    finish rather than leave ``.git/index.lock`` behind (which stops every later commit)."""
+    try:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, start_new_session=True)
+    except FileNotFoundError:  # no git on this machine: nothing to commit with
+        return subprocess.CompletedProcess(["git", *args], 127, "", "git: command not found")
 
 
 def portable(argv: List[str], checkout: str, work: str) -> List[str]:
@@ -373,6 +488,28 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     return True
 
 
+def stop(signum, frame):
+    """SIGINT (Ctrl-C), SIGTERM, SIGHUP (a closed terminal): end every running stage's
+    process group, free the locks, and exit at once (the other jobs' threads would
+    otherwise start their next stages).  What finished is kept; what was cut short has
+    no stamp and runs again, and a training continues from its last checkpoint.
+
+    A handler runs in the main thread between two of its instructions, wherever that
+    thread is (inside a lock, a print, this handler for an earlier signal), so it takes
+    no lock and prints with os.write; a second signal while it runs changes nothing."""
+    global STOPPING
+    if STOPPING:
+        return
+    STOPPING = True
+    name = signal.Signals(signum).name
+    os.write(2, f"mixer-run: {name}: stopping the running stages\n".encode())
+    left = guard.stop_all()
+    release_all()
+    os.write(2, (f"mixer-run: stopped by {name}" + (f"; processes {left} did not end" if left else "")
+                 + " (rerun the same command to continue)\n").encode())
+    os._exit(128 + signum)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="mixer-run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -407,6 +544,9 @@ def main(argv=None):
     except (ExperimentError, ValueError) as e:
         print(f"mixer-run: error: {e}", file=sys.stderr)
         sys.exit(2)
+    if not args.dry_run:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, stop)
     if args.results_only:
         sys.exit(0 if runner.results_only() else 1)
     ok = runner.run()

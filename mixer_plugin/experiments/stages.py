@@ -13,7 +13,8 @@ that each can be copied and run by hand.  A stage leaves a stamp
 ``<run>/.stages/<stage>.json`` with its commands and a hash of what it was given (its
 commands and the stamps it depends on); a rerun skips a stage whose stamp matches.  Training is
 the exception that makes long runs resumable: a killed ``fairseq-train`` is started
-again with the same save dir and continues from ``checkpoint_last.pt``, and a changed
+again with the same save dir and continues from ``checkpoint_last.pt`` (or, where that
+does not load, from the newest checkpoint that does: ``checkpoints.resume_point``), and a changed
 ``--max-update`` (a longer budget) continues too; any other change to the training
 command starts the run over (the old folder is kept as ``<run>.stale-<time>``).
 """
@@ -30,10 +31,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from ..data.prep import atomic_path
 from ..paths import PYTHON, WORK, shown
+from . import guard
+from .checkpoints import resume_point
 from .spec import Experiment, Model
 
 PLUGIN = Path(__file__).resolve().parents[1]  # --user-dir
@@ -316,11 +319,18 @@ def machine() -> Dict[str, object]:
     return record
 
 
-def execute(stage: Stage, threads: int) -> float:
+def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[[str], None] = print) -> float:
     """Run a stage's commands (skipping nothing; the caller checks ``done``); return
-    the seconds it took.  On failure: StageError naming the command and its log."""
+    the seconds it took.  On failure: StageError with what the command said last (its
+    one-line error, a traceback's last line) and its log.
+
+    Each command runs under ``guard`` (its own process group, which dies with the runner)
+    and inherits ``hold``, the run's locks; ``say`` prints the stage's one-line notes."""
     if stage.name == "train":
-        restart_if_changed(stage)
+        restart_if_changed(stage, say)
+        note = resume_point(stage.outputs[0].parent)
+        if note:
+            say(note)
     stage.log.parent.mkdir(parents=True, exist_ok=True)
     if stage.stamp:
         stage.stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -332,10 +342,12 @@ def execute(stage: Stage, threads: int) -> float:
         for argv in stage.commands:
             log.write(f"$ {shell(argv)}\n")
             log.flush()
-            proc = subprocess.run([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                  cwd=stage.cwd)
-            if proc.returncode != 0:
-                raise StageError(f"{stage.name} failed (exit {proc.returncode}): {shell(argv)}  (log: {shown(stage.log)})")
+            code = guard.run([str(a) for a in argv], hold=hold, stdout=log, stderr=subprocess.STDOUT, env=env,
+                             cwd=stage.cwd)
+            if code != 0:
+                # what the command said last names the cause; its command line heads the log
+                said = last_line(stage.log) or shell(argv)
+                raise StageError(f"{stage.name} failed (exit {code}): {said}  (log: {shown(stage.log)})")
     missing = [p for p in stage.outputs if not p.exists()]
     if missing:
         raise StageError(f"{stage.name} left no {shown(missing[0])} (log: {shown(stage.log)})")
@@ -347,6 +359,14 @@ def execute(stage: Stage, threads: int) -> float:
     return seconds
 
 
+def last_line(log: Path) -> str:
+    """What a failed command said last (a one-line error, or a traceback's last line)."""
+    with open(log, "rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+        lines = [line.strip() for line in f.read().decode(errors="replace").splitlines()]
+    return next((line for line in reversed(lines) if line and not line.startswith("$ ")), "")[:500]
+
+
 def write_json(path: Path, record: dict):
     """Whole or not at all: a stamp cut short by a kill would stop every later run of the
     experiment on its JSON error."""
@@ -354,7 +374,7 @@ def write_json(path: Path, record: dict):
         tmp.write_text(json.dumps(record, indent=1) + "\n")
 
 
-def restart_if_changed(stage: Stage):
+def restart_if_changed(stage: Stage, say: Callable[[str], None] = print):
     """A run folder trained with another command (other than its budget) is moved aside;
     one with the same command, finished or killed, is continued by fairseq itself."""
     run = stage.outputs[0].parent
@@ -362,6 +382,6 @@ def restart_if_changed(stage: Stage):
     if begun.is_file() and json.loads(begun.read_text())["inputs"] != stage.inputs():
         stale = run.with_name(f"{run.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}")
         run.rename(stale)
-        print(f"  {shown(run)} was trained with other flags: moved to {shown(stale)}", flush=True)
+        say(f"{shown(run)} was trained with other flags: moved to {shown(stale)}")
     begun.parent.mkdir(parents=True, exist_ok=True)
     write_json(begun, {"inputs": stage.inputs()})
