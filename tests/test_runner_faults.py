@@ -81,6 +81,26 @@ def test_two_runners_of_one_experiment_train_each_run_once(tmp_path, corpus):
     assert "| `transformer` | 55,808 | 60 | 2 |" in md, md  # the last writer saw both runs
 
 
+def only_child(parent: int, timeout: float = 10) -> int:
+    """The pid of ``parent``'s one child, once it has started."""
+    deadline = time.monotonic() + timeout
+    while not [p for p, rec in processes().items() if rec[0] == parent] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [child] = [p for p, rec in processes().items() if rec[0] == parent]
+    return child
+
+
+def storm(proc: subprocess.Popen, seconds: float):
+    """SIGTERM, SIGHUP and SIGINT to ``proc`` without a pause, for ``seconds`` or until it ends."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and proc.poll() is None:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            try:
+                os.kill(proc.pid, sig)
+            except ProcessLookupError:
+                break
+
+
 GUARDED = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {folder!r})
@@ -106,10 +126,7 @@ def test_a_guarded_command_dies_with_its_parent(pdeathsig, tmp_path):
     script.write_text(GUARDED.format(folder=folder))
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     guard_pid = int(parent.stdout.readline())
-    deadline = time.monotonic() + 10
-    while not [p for p, rec in processes().items() if rec[0] == guard_pid] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    [sleeper] = [p for p, rec in processes().items() if rec[0] == guard_pid]
+    sleeper = only_child(guard_pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     t0 = time.monotonic()
@@ -173,18 +190,8 @@ def test_a_guard_told_to_stop_many_times_at_once_still_ends_its_command(tmp_path
     guard_py = E2E_REPO / "mixer_plugin" / "experiments" / "guard.py"
     proc = subprocess.Popen([sys.executable, "-I", str(guard_py), str(os.getpid()), "--", "sleep", "60"],
                             start_new_session=True)
-    deadline = time.monotonic() + 10
-    while not [p for p, rec in processes().items() if rec[0] == proc.pid] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    [sleeper] = [p for p, rec in processes().items() if rec[0] == proc.pid]
-    # signals without a pause for two seconds, each handler likely to land inside another
-    end = time.monotonic() + 2
-    while time.monotonic() < end and proc.poll() is None:
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            try:
-                os.kill(proc.pid, sig)
-            except ProcessLookupError:
-                break
+    sleeper = only_child(proc.pid)
+    storm(proc, 2)  # each handler likely to land inside another
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
@@ -206,13 +213,7 @@ def test_a_runner_told_to_stop_many_times_at_once_stops_once(tmp_path, corpus):
             break
     time.sleep(1)
     before = tree(proc.pid, processes())
-    end = time.monotonic() + 1
-    while time.monotonic() < end and proc.poll() is None:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            try:
-                os.kill(proc.pid, sig)
-            except ProcessLookupError:
-                break
+    storm(proc, 1)
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:

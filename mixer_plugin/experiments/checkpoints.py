@@ -27,6 +27,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import compat  # noqa: F401  (the weights_only allowlist for fairseq checkpoints)
+from ..data.prep import atomic_path
 
 
 def last_checkpoints(save_dir: Path, n: int):
@@ -106,9 +107,8 @@ def resume_point(save_dir: Path) -> Optional[str]:
         if bad is not None:
             aside.append(set_aside(p, stamp))
             continue
-        tmp = last.with_name(f".{last.name}.tmp{os.getpid()}")
-        shutil.copyfile(p, tmp)
-        os.replace(tmp, last)
+        with atomic_path(last) as tmp:
+            shutil.copyfile(p, tmp)
         more = f" (and {', '.join(a.name for a in aside[1:])}, which do not load either)" if aside[1:] else ""
         return f"{why}{more}; resuming from {p.name} (update {updates})"
     return f"{why}; no other checkpoint loads, so the training starts over"

@@ -52,10 +52,14 @@ def start(argv: Sequence[str], *, hold: Sequence[int] = (), **popen) -> subproce
     return proc
 
 
+def exit_status(code: int) -> int:
+    """Popen's return code as a shell says it: 128 + N for a process killed by signal N."""
+    return 128 - code if code < 0 else code
+
+
 def wait(proc: subprocess.Popen) -> int:
     try:
-        code = proc.wait()
-        return 128 - code if code < 0 else code
+        return exit_status(proc.wait())
     finally:
         _live.pop(proc.pid, None)
 
@@ -141,8 +145,7 @@ def guard(parent: int, hold: List[int], argv: List[str]) -> int:
     child = subprocess.Popen(argv, pass_fds=hold)
     while True:
         try:
-            code = child.wait(POLL)
-            return 128 - code if code < 0 else code
+            return exit_status(child.wait(POLL))
         except subprocess.TimeoutExpired:
             pass
         if stop[0] or os.getppid() != parent:
