@@ -12,6 +12,10 @@
    sites are pointed at working equivalents; numpy itself is not touched.
 3. A training resumed after its first epoch did not continue as the one that never
    stopped (:func:`_resume_batches_as_started`).
+4. ``--bf16`` implies ``--tpu`` in stock fairseq, so on a GPU (or a CPU) without
+   torch_xla it fails at once (facebookresearch/fairseq#4696); and fairseq-generate,
+   fairseq-interactive and the hub interface cast a model for ``--fp16`` but ignore
+   ``--bf16`` (:func:`_bf16_without_a_tpu`).
 
 Patches 1 and 2 check that they are needed, so on a fixed fairseq they do nothing.
 """
@@ -167,6 +171,60 @@ def _resume_batches_as_started():
     FairseqTask.get_batch_iterator = get_batch_iterator
 
 
+def _bf16_without_a_tpu():
+    """``--bf16`` trains and decodes in bfloat16 on the device there is, when torch_xla
+    is not installed.  fairseq's option parsing sets ``tpu`` whenever ``bf16`` is set
+    (options.py: "use bfloat16; implies --tpu"), and the trainer then asks torch_xla for
+    its device; without torch_xla that is ``'NoneType' object has no attribute
+    'xla_device'`` before the first update, on the GPU as on a CPU.  Where torch_xla
+    cannot be imported no TPU was meant, so ``tpu`` is turned off again before
+    ``call_main`` (the entry of fairseq-train, fairseq-hydra-train and fairseq-validate,
+    and the point before DDP spawns its ranks); the trainer's own bf16 path does the
+    rest (the model and criterion in bfloat16, float32 master weights in
+    FP16Optimizer, no loss scaling).  With torch_xla installed nothing changes.
+
+    For decoding, stock fairseq-generate and fairseq-interactive call ``model.half()``
+    under ``--fp16`` and nothing under ``--bf16``, so a "--bf16" decode ran in float32;
+    ``prepare_for_inference_``, which both (and the hub interface) call on every
+    model, now casts to bfloat16 under ``--bf16``."""
+    import importlib.util
+    import logging
+
+    from fairseq.distributed import utils as distributed_utils
+    from fairseq.models import BaseFairseqModel
+
+    if importlib.util.find_spec("torch_xla") is not None:
+        return
+    original_call_main = distributed_utils.call_main
+    if getattr(original_call_main, "bf16_without_a_tpu", False):
+        return
+
+    @functools.wraps(original_call_main)
+    def call_main(cfg, main, **kwargs):
+        common = cfg.common
+        if common.bf16 and common.tpu:
+            device = "the CPU" if common.cpu or not torch.cuda.is_available() else "CUDA"
+            logging.getLogger(__name__).info(
+                "--bf16 without torch_xla: training in bfloat16 on %s, not on a TPU "
+                "(stock fairseq takes --bf16 to mean --tpu)", device)
+            common.tpu = False  # distributed_training.tpu follows it (an interpolation)
+        return original_call_main(cfg, main, **kwargs)
+
+    call_main.bf16_without_a_tpu = True
+    distributed_utils.call_main = call_main
+
+    original_prepare = BaseFairseqModel.prepare_for_inference_
+
+    @functools.wraps(original_prepare)
+    def prepare_for_inference_(self, cfg):
+        common = getattr(cfg, "common", None)
+        if getattr(common, "bf16", False) and not getattr(common, "fp16", False):
+            self.to(dtype=torch.bfloat16)
+        return original_prepare(self, cfg)
+
+    BaseFairseqModel.prepare_for_inference_ = prepare_for_inference_
+
+
 def apply():
     global _applied
     if _applied:
@@ -174,4 +232,5 @@ def apply():
     _allowlist_checkpoint_classes()
     _fix_numpy2()
     _resume_batches_as_started()
+    _bf16_without_a_tpu()
     _applied = True

@@ -57,8 +57,8 @@ def make_mixer(case: Case, dtype=torch.float64, dropout: float = 0.0, seed: int 
     return module.to(dtype).eval()
 
 
-def future_mask(T: int, dtype=torch.float64):
-    return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype), 1)
+def future_mask(T: int, dtype=torch.float64, device=None):
+    return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype, device=device), 1)
 
 
 def run(module, case: Case, x, enc=None, key_padding_mask=None, enc_padding_mask=None, incremental_state=None,
@@ -74,7 +74,7 @@ def run(module, case: Case, x, enc=None, key_padding_mask=None, enc_padding_mask
     else:
         attn_mask = None
         if case.role is Role.DECODER_SELF and incremental_state is None:
-            attn_mask = future_mask(x.size(0), x.dtype)
+            attn_mask = future_mask(x.size(0), x.dtype, x.device)  # on x's device, as fairseq's decoder builds it
         out, weights = module(
             query=x, key=x, value=x, key_padding_mask=key_padding_mask,
             incremental_state=incremental_state, attn_mask=attn_mask,

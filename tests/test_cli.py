@@ -165,6 +165,33 @@ def test_a_training_resumed_after_its_first_epoch_continues_bit_for_bit(e2e_data
     assert [k for k in once if not torch.equal(once[k], resumed[k])] == []
 
 
+def test_bf16_trains_and_decodes_in_bfloat16_without_a_tpu(e2e_data, tmp_path):
+    """``--bf16`` without torch_xla: stock fairseq takes it to mean ``--tpu`` and fails
+    before the first update (``'NoneType' object has no attribute 'xla_device'``, on a
+    GPU as here), and its generate ignores it.  With mixer_plugin.compat (patch 4) the
+    model trains in bfloat16 with float32 master weights, and decodes in bfloat16."""
+    save_dir = tmp_path / "bf16"
+    fp32 = train(e2e_data, tmp_path / "fp32", 3)
+    proc = train(e2e_data, save_dir, 3, "--bf16")
+    assert "training in bfloat16 on the CPU" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert updates_logged(proc.stdout)[-1] == 3
+    # the same seed and batches; only the arithmetic's precision differs
+    losses = [re.findall(r"\| train_inner \|.*? loss=([\d.]+)", p.stdout) for p in (fp32, proc)]
+    assert len(losses[1]) == 3 and losses[0] != losses[1], losses
+
+    decode = [
+        "generate", e2e_data.bin, "--user-dir", E2E_USER_DIR,
+        "--task", "translation", "--source-lang", "en", "--target-lang", "de",
+        "--path", save_dir / "checkpoint_last.pt", "--gen-subset", "test", "--max-sentences", "4",
+        "--beam", "2", "--max-len-b", "5", "--cpu", "--required-batch-size-multiple", "1",
+    ]  # fmt: skip
+    fp32, bf16 = (e2e_fairseq(*decode, *flags).stdout for flags in ([], ["--bf16"]))
+    assert len(parse_generate(bf16)) == E2E_SIZES["test"], bf16[-2000:]
+    # a decode that ignored --bf16 ran in float32 and printed the same scores, bit for bit
+    scores = [[line.split("\t", 1)[1] for line in out.splitlines() if line.startswith("P-")] for out in (fp32, bf16)]
+    assert len(scores[0]) == E2E_SIZES["test"] and scores[0] != scores[1]
+
+
 def test_num_batch_buckets_under_numpy2(e2e_data, tmp_path):
     # stock fairseq calls np.percentile(interpolation=) and np.compat here, both gone
     # in numpy 2.4 (TypeError / AttributeError); mixer_plugin.compat reroutes them
