@@ -30,33 +30,57 @@ resampling (1000 samples) of HYP against the baseline for bleu/chrf/ter (and tok
 with p-values; with seeds, the first run is tested.  ``--sources``: a file naming the
 source (domain) of each reference line; bleu, chrf and ter are also given per source
 (first run).
+
+As a library, over lists of lines: :func:`score` (one system's metrics) and
+:func:`bootstrap` (a system against a baseline), with :class:`Options` for the switches
+above; a bad input raises :class:`ScoreError`.  The command line reads the files, calls
+those two and prints; its errors are one line each and exit 2.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import re
 import statistics
 import sys
+from typing import Dict, List, Optional, Sequence
 
 SACRE = ("bleu", "chrf", "ter")
 KNOWN = SACRE + ("tok_bleu", "rouge", "rougeL", "wer")
 LOWER_IS_BETTER = {"ter", "wer"}
 
 
-def die(msg):
-    print(f"mixer-score: error: {msg}", file=sys.stderr)
-    sys.exit(2)
+class ScoreError(ValueError):
+    """A bad input to the scorer: the message names the file or the option."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The scorer's switches (the command line's flags of the same names)."""
+
+    lowercase: bool = False  # case-insensitive BLEU / chrF / TER (and tokenized BLEU)
+    compound_split: bool = False  # tokenized BLEU: a-b -> a ##AT##-##AT## b
+    rouge_sent_sep: Optional[str] = None  # the sentence separator inside a summary, for ROUGE-Lsum
+    wer_on_tok: bool = False  # WER on the tokenized text
+    samples: int = 1000  # paired bootstrap resamples
+
+
+def check_metrics(metrics: Sequence[str]) -> List[str]:
+    unknown = [m for m in metrics if m not in KNOWN]
+    if unknown:
+        raise ScoreError(f"--metrics: unknown metric {unknown[0]!r} (known: {', '.join(KNOWN)})")
+    return list(metrics)
 
 
 def read_lines(path, what):
     if not os.path.isfile(path):
-        die(f"{what} file not found: {path}")
+        raise ScoreError(f"{what} file not found: {path}")
     try:
         with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
     except UnicodeDecodeError as e:
-        die(f"{what} file is not valid UTF-8: {path} ({e})")
+        raise ScoreError(f"{what} file is not valid UTF-8: {path} ({e})") from None
     # Split on "\n" only (str.splitlines would also split on U+2028, \x0c, ...).
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -117,48 +141,60 @@ def score_wer(hyps, refs):
 
     pairs = [(r, h) for r, h in zip(refs, hyps) if r.strip()]
     if not pairs:
-        die("every reference line is empty: WER is undefined")
+        raise ScoreError("every reference line is empty: WER is undefined")
     out = jiwer.process_words([r for r, _ in pairs], [h for _, h in pairs])
     return 100.0 * out.wer, len(refs) - len(pairs)
 
 
-def score_one(args, metrics, hyps, refs, hyps_tok, refs_tok):
-    """{metric: value} plus details for one system."""
+def score(hyps: Sequence[str], refs: Sequence[str], metrics: Sequence[str] = ("bleu", "chrf"),
+          hyps_tok: Optional[Sequence[str]] = None, refs_tok: Optional[Sequence[str]] = None,
+          options: Options = Options()) -> Dict:
+    """One system's scores, {metric: value} plus each metric's detail and signature.
+    ``hyps_tok``/``refs_tok``: the tokenized text, for ``tok_bleu`` and WER on tokens."""
+    metrics = check_metrics(metrics)
+    if len(hyps) != len(refs):
+        raise ScoreError(f"line counts differ: {len(hyps)} hypotheses, {len(refs)} references")
+    needs_tok = "tok_bleu" in metrics or ("wer" in metrics and options.wer_on_tok)
+    if needs_tok and (hyps_tok is None or refs_tok is None):
+        raise ScoreError("tokenized BLEU and --wer-on-tok need the tokenized hypotheses and reference")
+    lower = options.lowercase
     res = {}
     for m in metrics:
         if m in SACRE:
-            res[m], res[f"{m}_detail"], res[f"{m}_signature"] = score_sacre(m, hyps, refs, args.lowercase)
+            res[m], res[f"{m}_detail"], res[f"{m}_signature"] = score_sacre(m, hyps, refs, lower)
         elif m == "tok_bleu":
-            h = [compound_split(x) for x in hyps_tok] if args.compound_split else hyps_tok
-            r = [compound_split(x) for x in refs_tok] if args.compound_split else refs_tok
-            res[m], res["tok_bleu_detail"], sig = score_sacre("bleu", h, r, args.lowercase, tokenized=True)
-            res["tok_bleu_signature"] = sig + ("|compound-split" if args.compound_split else "")
+            h = [compound_split(x) for x in hyps_tok] if options.compound_split else hyps_tok
+            r = [compound_split(x) for x in refs_tok] if options.compound_split else refs_tok
+            res[m], res["tok_bleu_detail"], sig = score_sacre("bleu", h, r, lower, tokenized=True)
+            res["tok_bleu_signature"] = sig + ("|compound-split" if options.compound_split else "")
         elif m == "rouge":
-            r = score_rouge(hyps, refs, args.rouge_sent_sep)
-            res.update(r)
+            res.update(score_rouge(hyps, refs, options.rouge_sent_sep))
             res["rouge_signature"] = "rouge-score|F1|stemmer:porter|avg:segments" + (
-                f"|lsum-sep:{args.rouge_sent_sep}" if args.rouge_sent_sep else "")
+                f"|lsum-sep:{options.rouge_sent_sep}" if options.rouge_sent_sep else "")
         elif m == "rougeL":
             res["rougeL"] = score_rouge(hyps, refs, None, ("rougeL",))["rougeL"]
             res["rougeL_signature"] = "rouge-score|F1|stemmer:porter|avg:segments"
         elif m == "wer":
-            res["wer"], skipped = score_wer(hyps_tok if args.wer_on_tok else hyps, refs_tok if args.wer_on_tok else refs)
-            res["wer_signature"] = f"jiwer|corpus|{'tokenized' if args.wer_on_tok else 'detokenized'}|empty-refs-skipped:{skipped}"
+            on_tok = options.wer_on_tok
+            res["wer"], skipped = score_wer(hyps_tok if on_tok else hyps, refs_tok if on_tok else refs)
+            res["wer_signature"] = (f"jiwer|corpus|{'tokenized' if on_tok else 'detokenized'}"
+                                    f"|empty-refs-skipped:{skipped}")
     return res
 
 
-def by_source(args, metrics, hyps, refs):
-    """{source: {"lines": n, metric: value}} for the sacrebleu metrics of the first run."""
-    sources = read_lines(args.sources, "sources")
+def by_source(sources: Sequence[str], metrics, hyps, refs, options: Options = Options()):
+    """{source: {"lines": n, metric: value}} for the sacrebleu metrics of one system;
+    ``sources``: the source (domain) of each reference line."""
     if len(sources) != len(refs):
-        die(f"line counts differ: --sources {args.sources} has {len(sources)} lines, reference has {len(refs)}")
+        raise ScoreError(f"line counts differ: {len(sources)} sources, {len(refs)} references")
     out = {}
     for name in dict.fromkeys(sources):
         idx = [i for i, s in enumerate(sources) if s == name]
         out[name] = {"lines": len(idx)}
         for m in metrics:
             if m in SACRE:
-                out[name][m] = round(score_sacre(m, [hyps[i] for i in idx], [refs[i] for i in idx], args.lowercase)[0], 2)
+                out[name][m] = round(score_sacre(m, [hyps[i] for i in idx], [refs[i] for i in idx],
+                                                 options.lowercase)[0], 2)
     return out
 
 
@@ -166,24 +202,34 @@ def headline(m):
     return ["rouge1", "rouge2", "rougeL", "rougeLsum"] if m == "rouge" else [m]
 
 
-def bootstrap(args, metrics, base, hyps, refs, base_tok, hyps_tok, refs_tok):
+def bootstrap(hyps: Sequence[str], base: Sequence[str], refs: Sequence[str], metrics: Sequence[str],
+              hyps_tok: Optional[Sequence[str]] = None, base_tok: Optional[Sequence[str]] = None,
+              refs_tok: Optional[Sequence[str]] = None, options: Options = Options()) -> Dict:
+    """Paired bootstrap resampling of a system against a baseline on the same references:
+    {metric: {baseline, system, their resampled means and 95% intervals, p_value,
+    signature}}, for bleu / chrf / ter (sacrebleu's test), tok_bleu and ROUGE."""
     from sacrebleu.significance import PairedTest
 
+    metrics = check_metrics(metrics)
+    if not len(hyps) == len(base) == len(refs):
+        raise ScoreError(f"line counts differ: {len(hyps)} hypotheses, {len(base)} baseline, {len(refs)} references")
+    if "tok_bleu" in metrics and None in (hyps_tok, base_tok, refs_tok):
+        raise ScoreError("tokenized BLEU needs the tokenized hypotheses, baseline and reference")
     out = {}
     groups = []
-    sacre = {m: sacre_metric(m, args.lowercase) for m in metrics if m in SACRE}
+    sacre = {m: sacre_metric(m, options.lowercase) for m in metrics if m in SACRE}
     if sacre:
         groups.append((sacre, base, hyps, refs))
     if "tok_bleu" in metrics:
-        cs = compound_split if args.compound_split else (lambda x: x)
-        groups.append(({"tok_bleu": sacre_metric("bleu", args.lowercase, tokenized=True)},
+        cs = compound_split if options.compound_split else (lambda x: x)
+        groups.append(({"tok_bleu": sacre_metric("bleu", options.lowercase, tokenized=True)},
                        [cs(x) for x in base_tok], [cs(x) for x in hyps_tok], [cs(x) for x in refs_tok]))
     rouge_types = [t for m in metrics if m in ("rouge", "rougeL") for t in (
         ("rouge1", "rouge2", "rougeL") if m == "rouge" else ("rougeL",))]
     if rouge_types:
-        out.update(rouge_bootstrap(args, rouge_types, base, hyps, refs))
+        out.update(rouge_bootstrap(options, rouge_types, base, hyps, refs))
     for named, b, h, r in groups:
-        test = PairedTest([("baseline", b), ("system", h)], named, [r], test_type="bs", n_samples=args.bootstrap)
+        test = PairedTest([("baseline", b), ("system", h)], named, [r], test_type="bs", n_samples=options.samples)
         sigs, scores = test()
         for key, (name, metric) in zip(scores, [("System", None)] + list(named.items())):
             if metric is None:
@@ -198,14 +244,15 @@ def bootstrap(args, metrics, base, hyps, refs, base_tok, hyps_tok, refs_tok):
     return out
 
 
-def rouge_bootstrap(args, types, base, hyps, refs, seed=12345):
+def rouge_bootstrap(options: Options, types, base, hyps, refs, seed=12345):
     """Paired bootstrap resampling of segment-level ROUGE F1 (Koehn 2004), with the p-value
     computed as sacrebleu's paired bootstrap does (its PairedTest covers BLEU/chrF/TER only)."""
     import numpy as np
     from rouge_score import rouge_scorer
 
     scorer = rouge_scorer.RougeScorer(list(types), use_stemmer=True)
-    flat = (lambda t: " ".join(t.split(args.rouge_sent_sep))) if args.rouge_sent_sep else (lambda t: t)
+    sep = options.rouge_sent_sep
+    flat = (lambda t: " ".join(t.split(sep))) if sep else (lambda t: t)
     seg = {t: np.zeros((2, len(refs))) for t in types}
     for i, (b, h, r) in enumerate(zip(base, hyps, refs)):
         for j, text in enumerate((b, h)):
@@ -213,19 +260,20 @@ def rouge_bootstrap(args, types, base, hyps, refs, seed=12345):
             for t in types:
                 seg[t][j, i] = 100.0 * sc[t].fmeasure
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(refs), size=(args.bootstrap, len(refs)))
+    samples = options.samples
+    idx = rng.integers(0, len(refs), size=(samples, len(refs)))
     out = {}
     for t in types:
         b_s, h_s = seg[t][0][idx].mean(1), seg[t][1][idx].mean(1)  # (n,) resampled corpus means
         diffs = h_s - b_s
         real = seg[t][1].mean() - seg[t][0].mean()
-        p = (np.sum(np.abs(diffs - diffs.mean()) >= abs(real)) + 1) / (args.bootstrap + 1)
+        p = (np.sum(np.abs(diffs - diffs.mean()) >= abs(real)) + 1) / (samples + 1)
         out[t] = {
             "baseline": round(float(seg[t][0].mean()), 2), "system": round(float(seg[t][1].mean()), 2),
             "baseline_mean": round(float(b_s.mean()), 2), "baseline_ci95": round(float(1.96 * b_s.std()), 2),
             "system_mean": round(float(h_s.mean()), 2), "system_ci95": round(float(1.96 * h_s.std()), 2),
             "p_value": round(float(p), 4),
-            "signature": f"paired-bs|n:{args.bootstrap}|seed:{seed}|rouge-score F1 per segment, stemmer:porter",
+            "signature": f"paired-bs|n:{samples}|seed:{seed}|rouge-score F1 per segment, stemmer:porter",
         }
     return out
 
@@ -250,28 +298,37 @@ def main(argv=None):
     p.add_argument("--label", help="a name for the system, kept in the JSON")
     p.add_argument("--sources", metavar="FILE", help="the source of each reference line: scores per source too")
     args = p.parse_args(argv)
+    try:
+        return score_files(args)
+    except ScoreError as e:
+        print(f"mixer-score: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
-    metrics = [m for m in args.metrics.split(",") if m]
-    for m in metrics:
-        if m not in KNOWN:
-            die(f"--metrics: unknown metric {m!r} (known: {', '.join(KNOWN)})")
+
+def score_files(args: argparse.Namespace) -> Dict:
+    """The command line's work: read the files, score every run, the bootstrap against
+    the baseline, print, and write the JSON."""
+    metrics = check_metrics([m for m in args.metrics.split(",") if m])
+    options = Options(lowercase=args.lowercase, compound_split=args.compound_split,
+                      rouge_sent_sep=args.rouge_sent_sep, wer_on_tok=args.wer_on_tok, samples=args.bootstrap)
     if args.ref_tok and "tok_bleu" not in metrics:
         metrics.append("tok_bleu")
     if "tok_bleu" in metrics and not args.ref_tok:
-        die("--metrics tok_bleu needs --ref-tok (the tokenized reference)")
+        raise ScoreError("--metrics tok_bleu needs --ref-tok (the tokenized reference)")
     if args.compound_split and not args.ref_tok:
-        die("--compound-split applies to tokenized BLEU: give --ref-tok")
+        raise ScoreError("--compound-split applies to tokenized BLEU: give --ref-tok")
 
     refs = read_lines(args.ref, "reference")
     if not refs:
-        die(f"reference file is empty: {args.ref}")
+        raise ScoreError(f"reference file is empty: {args.ref}")
     runs = [args.hyp] + args.seed_hyps
     need_tok = args.ref_tok is not None or ("wer" in metrics and args.wer_on_tok)
     refs_tok = read_lines(args.ref_tok, "tokenized reference") if args.ref_tok else refs
     if len(refs_tok) != len(refs):
-        die(f"line counts differ: --ref-tok {args.ref_tok} has {len(refs_tok)} lines, reference has {len(refs)}")
+        raise ScoreError(f"line counts differ: --ref-tok {args.ref_tok} has {len(refs_tok)} lines, "
+                         f"reference has {len(refs)}")
     if args.hyp_tok and len(args.hyp_tok) != len(runs):
-        die(f"--hyp-tok gives {len(args.hyp_tok)} files for {len(runs)} hypothesis runs")
+        raise ScoreError(f"--hyp-tok gives {len(args.hyp_tok)} files for {len(runs)} hypothesis runs")
 
     def tok_of(i, path):
         if args.hyp_tok:
@@ -281,12 +338,14 @@ def main(argv=None):
     def load(path, tok_path, what):
         hyps = read_lines(path, what)
         if len(hyps) != len(refs):
-            die(f"line counts differ: {what} {path} has {len(hyps)} lines, reference {args.ref} has {len(refs)}")
+            raise ScoreError(f"line counts differ: {what} {path} has {len(hyps)} lines, "
+                             f"reference {args.ref} has {len(refs)}")
         hyps_tok = hyps
         if need_tok:
             hyps_tok = read_lines(tok_path, f"tokenized {what}")
             if len(hyps_tok) != len(refs):
-                die(f"line counts differ: {tok_path} has {len(hyps_tok)} lines, reference has {len(refs)}")
+                raise ScoreError(f"line counts differ: {tok_path} has {len(hyps_tok)} lines, "
+                                 f"reference has {len(refs)}")
         return hyps, hyps_tok
 
     per_run = []
@@ -294,7 +353,7 @@ def main(argv=None):
     for i, path in enumerate(runs):
         hyps, hyps_tok = load(path, tok_of(i, path), "hypothesis")
         loaded.append((hyps, hyps_tok))
-        per_run.append(score_one(args, metrics, hyps, refs, hyps_tok, refs_tok))
+        per_run.append(score(hyps, refs, metrics, hyps_tok, refs_tok, options))
 
     values = [k for m in metrics for k in headline(m)]
     result = {"hyp": args.hyp, "ref": args.ref, "lines": len(refs), "metrics": metrics}
@@ -316,12 +375,16 @@ def main(argv=None):
         for k in values:  # the headline numbers of several seeds are their means
             result[k] = result["seeds"][k]["mean"]
     if args.sources:
-        result["by_source"] = by_source(args, metrics, loaded[0][0], refs)
+        sources = read_lines(args.sources, "sources")
+        if len(sources) != len(refs):
+            raise ScoreError(f"line counts differ: --sources {args.sources} has {len(sources)} lines, "
+                             f"reference has {len(refs)}")
+        result["by_source"] = by_source(sources, metrics, loaded[0][0], refs, options)
     if args.baseline:
         derived = re.sub(r"\.txt$", ".tok", args.baseline) if args.baseline.endswith(".txt") else args.baseline + ".tok"
         base, base_tok = load(args.baseline, args.baseline_tok or derived, "baseline")
         result["baseline"] = args.baseline
-        result["bootstrap"] = bootstrap(args, metrics, base, loaded[0][0], refs, base_tok, loaded[0][1], refs_tok)
+        result["bootstrap"] = bootstrap(loaded[0][0], base, refs, metrics, loaded[0][1], base_tok, refs_tok, options)
 
     for k in values:
         line = f"{k}: {result[k]:.2f}"

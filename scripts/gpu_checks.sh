@@ -22,8 +22,9 @@
 #   run(command="bash scripts/gpu_checks.sh decode", carry=[".whl"], timeout_s=...)
 #
 # Each call returns its log and one archive of its tables (gpu_tables_<parts>.tgz: the
-# tool brings back at most 8 files a call); unpack it into results/ and commit the tables
-# with the device named.  Without $OUT (a GPU machine of your own) the tables go straight to
+# tool brings back at most 8 files a call); unpack its bench_* tables into results/bench/
+# (where every benchmark's tables live) and the rest into results/, and commit them with the
+# device named.  Without $OUT (a GPU machine of your own) the tables go straight to
 # results/gpu/.  Every part
 # works on a cold machine too (it installs the stack and prepares the data it needs), and the
 # whole command keeps inside GPU_CHECKS_BUDGET seconds (default 570): each step runs under

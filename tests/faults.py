@@ -60,7 +60,7 @@ TRAIN = ("--share-all-embeddings --optimizer adam --lr 0.001 --lr-scheduler inve
 # ------------------------------------------------------------------ the driver
 def drive(argv: List[str]):
     """``mixer-run`` itself, made to announce and stretch its short steps (see above)."""
-    import mixer_plugin.experiments.results as results
+    import mixer_plugin.experiments.archive as archive
     import mixer_plugin.experiments.runner as runner
 
     write, git, copyfile = runner.Runner._write_results, getattr(runner, "git", None), shutil.copyfile
@@ -81,7 +81,7 @@ def drive(argv: List[str]):
     runner.Runner._write_results = announced_write
     if git is not None:  # (the runner before it committed through this helper: no git points)
         runner.git = announced_git
-    results.shutil.copyfile = paused_copy  # (the shutil module: every copy the runner makes)
+    archive.shutil.copyfile = paused_copy  # (the shutil module: every copy the runner makes)
     runner.main(argv)
 
 
@@ -244,7 +244,7 @@ class Campaign:
         """What a finished campaign must have in common with an uninterrupted one."""
         import torch
 
-        from mixer_plugin.experiments.results import parse_train_log
+        from mixer_plugin.experiments.collect import parse_train_log
 
         gen = self.run / "gen-test"
         score = json.loads((gen / "score.json").read_text())

@@ -1,7 +1,8 @@
 """The layer benchmarks (mixer-bench mixers / heads / multiscale) run end to end in their
 smoke mode, in float32 and in the half-precision dtypes a GPU run times (scripts/gpu_checks.sh
 passes --dtype bfloat16): every module, input and mask in that dtype, the dtype named in the
-table. They assert nothing about speed; these tests only keep them runnable."""
+table. They assert nothing about speed; these tests only keep them runnable, and keep every
+registered mixer in the benchmarks that time all of them."""
 
 import json
 from pathlib import Path
@@ -9,11 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from mixer_plugin.bench import heads, mixers, multiscale
+from mixer_plugin.bench import common, heads, mixers, multiscale
+from mixer_plugin.mixers import MIXER_REGISTRY, Role
 
-
-SMALL = {mixers: ["--lengths", "32", "--mixers", "ngram,local,hard"], heads: ["--lengths", "32"],
-         multiscale: ["--lengths", "64"]}
+# the mixers benchmark runs every registered mixer in fp32 (no --mixers); in bf16, which is
+# slow on a CPU without bf16 instructions, one mixer of each kind: a window, a band, retrieval
+SMALL = {mixers: ["--lengths", "32"], heads: ["--lengths", "32"], multiscale: ["--lengths", "64"]}
+BF16_MIXERS = ["--mixers", "ngram,local,hard"]
 
 
 # bf16 through the shared bench_group once: on a CPU without bf16 instructions it is slow
@@ -22,33 +25,83 @@ SMALL = {mixers: ["--lengths", "32", "--mixers", "ngram,local,hard"], heads: ["-
                                          (multiscale, "float32")], ids=["mixers", "mixers-bf16", "heads", "multiscale"])
 def test_layer_benchmark_runs_in_each_dtype(bench, dtype, tmp_path, monkeypatch):
     seen = set()
-    step = mixers.step
+    step = common.step
 
     def recording_step(m, x, g, mask):  # what each timed module actually ran in
         seen.update({x.dtype} | {p.dtype for p in m.parameters()} | ({mask.dtype} if mask is not None else set()))
         return step(m, x, g, mask)
 
-    monkeypatch.setattr(mixers, "step", recording_step)
+    monkeypatch.setattr(common, "step", recording_step)
     md, js = tmp_path / "b.md", tmp_path / "b.json"
-    bench.main(["--quick", *SMALL[bench], "--device", "cpu", "--threads", "1", "--dtype", dtype,
+    chosen = BF16_MIXERS if dtype == "bfloat16" else []
+    bench.main(["--quick", *SMALL[bench], *chosen, "--device", "cpu", "--threads", "1", "--dtype", dtype,
                 "--md", str(md), "--json", str(js)])
     assert seen == {getattr(torch, dtype)}
     assert f", {dtype}, train mode" in md.read_text()
     payload = json.loads(js.read_text())
     timed = [r for r in payload["rows"] if "median_s" in r]
     assert timed and all(r["median_s"] > 0 for r in timed)
+    if bench is mixers and not chosen:  # a new mixer is timed without editing a list
+        registered = {(name, role.value) for name, entry in MIXER_REGISTRY.items() for role in mixers.ROLES
+                      if role in entry.roles}
+        assert registered <= {(r["mixer"], r["role"]) for r in timed}
+
+
+def test_a_stale_mixer_label_is_an_error():
+    """--mixers names labels of the registry's variants; a renamed one must not leave attn
+    timed alone, nor the heads benchmark a column empty."""
+    with pytest.raises(SystemExit):
+        mixers.main(["--quick", "--mixers", "ngram,no_such_mixer", "--device", "cpu"])
+    with pytest.raises(SystemExit):
+        heads.main(["--quick", "--mixers", "interacting:no_such_option=1", "--device", "cpu"])
+
+
+def test_the_layer_benchmark_readings_are_registered():
+    """The readings mixer-bench mixers times beside a mixer's defaults build in its roles."""
+    labels = dict(common.variants())
+    for name, readings in common.EXTRA_VARIANTS.items():
+        roles = MIXER_REGISTRY[name].roles & set(mixers.ROLES)
+        assert all(r in labels and common.spec_problem(r, roles) is None for r in readings), name
+
+
+def test_the_heads_comparison_set_is_registered():
+    """The heads benchmark's list is the interacting-head paper's comparison set, on purpose;
+    each of its specs must still build in both roles from the registry."""
+    assert all(common.spec_problem(spec, heads.ROLES) is None for spec in heads.MIXERS)
+    assert "interacting" in heads.MIXERS  # the mixer its goal is about
+
+
+def test_the_decode_benchmark_times_every_decoder_mixer():
+    """mixer-bench decode's models come from the registry: the transformer, then every mixer
+    that can be a decoder's self-attention (and its cross-attention where it can be that too)."""
+    from mixer_plugin.bench import decode
+
+    decoders = {name for name, e in MIXER_REGISTRY.items() if name != "attn" and Role.DECODER_SELF in e.roles}
+    assert list(decode.MODELS)[0] == "transformer" and decode.MODELS["transformer"] == []
+    assert decoders <= set(decode.MODELS)
+    for label, spec in decode.SPECS.items():
+        if spec is None:
+            continue
+        entry = MIXER_REGISTRY[spec.split(":")[0]]
+        roles = entry.roles & {Role.DECODER_SELF, Role.DECODER_CROSS}
+        assert common.spec_problem(spec, roles) is None
+        cross = ["--decoder-cross-mixers", spec] if Role.DECODER_CROSS in roles else []
+        assert decode.MODELS[label] == ["--decoder-mixers", spec, *cross]
+    assert set(decode.DECODE_SPECS) | set(decode.EXTRA_MODELS) <= set(decode.MODELS)  # none left behind by a rename
+    assert {"ngram", "local", "multiscale"} <= {m for m, s in decode.SPECS.items() if s and decode.bounded_state(s)}
+    assert not decode.bounded_state(decode.SPECS["hard"])  # attention's O(L) cache
 
 
 def test_default_outputs_name_the_dtype(monkeypatch):
     import argparse
 
     ap = argparse.ArgumentParser()
-    mixers.add_group_args(ap, "bench_mixers", "64")
+    common.add_group_args(ap, mixers.NAME, "64")
     ap.add_argument("--quick", action="store_true")
     for dtype, stem in (("float32", "bench_mixers_cpu"), ("bfloat16", "bench_mixers_cpu_bf16")):
         args = ap.parse_args(["--device", "cpu", "--dtype", dtype, "--threads", str(torch.get_num_threads())])
-        mixers.setup_group_args(ap, args, "bench_mixers")
-        assert args.md.endswith(f"results/{stem}.md") and args.json.endswith(f"results/{stem}.json")
+        common.setup_group_args(ap, args, mixers.NAME)
+        assert args.md.endswith(f"results/bench/{stem}.md") and args.json.endswith(f"results/bench/{stem}.json")
 
 
 def test_decode_benchmark_end_to_end(e2e_data, tmp_path):
@@ -106,7 +159,7 @@ def test_benchmarks_name_the_cpu_model_the_training_stamps_name(tmp_path):
     from mixer_plugin.experiments.stages import machine
 
     cpu = machine()["cpu"]
-    assert mixers.run_meta(torch.device("cpu"))["device_name"] == cpu
+    assert common.run_meta(torch.device("cpu"))["device_name"] == cpu
     js = tmp_path / "h.json"
     hard_ops.main(["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(tmp_path / "h.md"),
                    "--json", str(js)])
@@ -119,10 +172,8 @@ def test_committed_layer_table_is_what_its_json_renders_to(bench, tmp_path):
     committed table must come back byte for byte from its committed JSON (so no figure in it
     was edited by hand, and a change of presentation cannot change a measurement); the layer
     benchmark draws its speed-up-over-L plot beside it."""
-    from mixer_plugin.paths import CHECKOUT
-
-    stem = {mixers: "bench_mixers_cpu", heads: "bench_heads_cpu", multiscale: "bench_multiscale_cpu"}[bench]
-    committed = CHECKOUT / "results" / stem
+    stem = f"{bench.NAME}_cpu"
+    committed = common.RESULTS / stem
     md = tmp_path / f"{stem}.md"
     bench.main(["--from-json", str(committed.with_suffix(".json")), "--md", str(md)])
     assert md.read_text() == committed.with_suffix(".md").read_text()

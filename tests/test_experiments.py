@@ -144,20 +144,20 @@ def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeyp
     "rebuilt:" stamp, which --commit then committed as "<a restored run> finished"."""
     import time
 
-    from mixer_plugin.experiments import results, spec, stages
+    from mixer_plugin.experiments import report, spec, stages
 
     tmp, path, _ = finished
     monkeypatch.setattr(stages, "WORK", tmp / "work")
     out = tmp / "results" / "tiny.md"
     before = out.read_text()
     later = time.gmtime(4_000_000_000)  # another minute than the run's
-    monkeypatch.setattr(results.time, "gmtime", lambda *a: later)
-    assert results.write(spec.load(path)) == out
+    monkeypatch.setattr(report.time, "gmtime", lambda *a: later)
+    assert report.write(spec.load(path)) == out
     assert out.read_text() == before
     # a change of content rewrites it, with the new stamp
     exp = spec.load(path)
     renamed = dict(exp.models, ngram=dataclasses.replace(exp.models["ngram"], paper="another claim"))
-    results.write(dataclasses.replace(exp, models=renamed))
+    report.write(dataclasses.replace(exp, models=renamed))
     assert "another claim" in out.read_text() and "- rebuilt: 2096-" in out.read_text()
     out.write_text(before)
 
@@ -264,26 +264,9 @@ BAD = {
                         "models.a.claims: 'b' is not another model of this file"),
     "bad noise floor": ({"score": {"noise_floor": "big"}}, "score.noise_floor: expected a number of points >= 0"),
     "unknown speed": ({"speed": {"gpu": "results/x.json"}}, "speed: unknown key 'gpu'"),
-    "speed not a benchmark": ({"speed": {"train": "results/bench_train_cpu.md"}},
+    "speed not a benchmark": ({"speed": {"train": "results/bench/bench_train_cpu.md"}},
                               "speed.train: expected the path of a mixer-bench train JSON file"),
 }
-
-
-VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
-    (">", 1.5, 0.01, None, "confirmed"), (">", -1.5, 0.01, None, "refuted"), (">", 1.5, 0.2, None, "inconclusive"),
-    ("<", -0.8, 0.001, None, "confirmed"), ("<", 0.8, 0.001, None, "refuted"),
-    (">", 0.4, 0.01, 0.6, "inconclusive"),  # significant on one seed, but within the seeds' spread
-    (">", 0.9, 0.01, 0.6, "confirmed"),
-    ("~", 0.3, 0.4, None, "confirmed"), ("~", -1.2, 0.01, None, "refuted"),
-    ("~", 1.6, 0.08, None, "inconclusive"),  # not significant, but too far apart to call equal
-]
-
-
-@pytest.mark.parametrize("relation,delta,p,spread,expected", VERDICTS)
-def test_claim_verdicts(relation, delta, p, spread, expected):
-    from mixer_plugin.experiments.results import verdict
-
-    assert verdict(relation, delta, p, spread) == expected
 
 
 def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
@@ -292,7 +275,8 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
     worse (p 0.006); against the mean (25.94) and the seed spread (0.35) the gap is noise."""
     from types import SimpleNamespace
 
-    from mixer_plugin.experiments.results import ModelResult, claim_cells
+    from mixer_plugin.experiments.collect import ModelResult
+    from mixer_plugin.experiments.report import claim_cells
     from mixer_plugin.experiments.spec import Claim, Score
 
     def row(name, bleus, claims=()):
@@ -313,7 +297,7 @@ def test_train_speed_is_the_median_over_every_seed(tmp_path):
     """The table's words/s comes from fairseq's train_inner lines: an interval holding a
     validation or a resume reads low, and one seed may have shared a busy machine, so the
     column is the median over every seed's intervals, not the mean of the first seed's."""
-    from mixer_plugin.experiments.results import ModelResult, parse_train_log
+    from mixer_plugin.experiments.collect import ModelResult, parse_train_log
 
     seeds = {1: [120, 900, 950, 1000, 980], 2: [210, 1750, 1760, 1800, 1790], 3: [200, 1770, 1780, 1740, 1810]}
     logs = []
@@ -386,7 +370,7 @@ def test_every_committed_experiment_file_loads():
 
 
 def test_commands_get_the_allocator_settings_unless_the_user_set_them(monkeypatch):
-    """glibc's defaults cost CPU training page faults (results/bench_allocator_cpu.md): every
+    """glibc's defaults cost CPU training page faults (results/bench/bench_allocator_cpu.md): every
     command the runner starts gets the fixed mmap threshold and no trimming, and a value
     the user exported wins."""
     from mixer_plugin.experiments.stages import command_env
@@ -428,7 +412,7 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
         (md.with_suffix("") / "runs" / "score.json").write_text(json.dumps(table))
         return md
 
-    monkeypatch.setattr(runner.results_module, "write", write)
+    monkeypatch.setattr(runner.report, "write", write)
     fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=lambda line: None))
     runner.Runner._write_results(fake, commit="a finished")
     capfd.readouterr()
@@ -457,10 +441,10 @@ def fake(tmp_path, monkeypatch):
     seed) given a finished-looking run folder in a private work/."""
     import random
 
-    from mixer_plugin.experiments import results, spec, stages
+    from mixer_plugin.experiments import report, spec, stages
 
     monkeypatch.setattr(stages, "WORK", tmp_path / "work")
-    monkeypatch.setattr(results, "make_plots", lambda *a: [])
+    monkeypatch.setattr(report, "make_plots", lambda *a: [])
     root = tmp_path / "work" / "data" / "debian_en_de"
     (root / "ref").mkdir(parents=True)
     (root / "prep.json").write_text(json.dumps({"src": "en", "tgt": "de",
@@ -493,13 +477,13 @@ def test_a_results_file_forgets_the_runs_that_are_gone(fake, tmp_path):
     figures until the first new run finishes."""
     import shutil
 
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import report
 
     exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3})
-    results.write(exp)
+    report.write(exp)
     assert "| 91.00 |" in (tmp_path / "tiny.md").read_text()
     shutil.rmtree(tmp_path / "work" / "tiny")
-    results.write(exp)
+    report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     assert "| `A` |" in md and "91.00" not in md and "71.00" not in md
 
@@ -509,16 +493,16 @@ def test_a_summarizer_that_ignores_its_source_shows_in_the_table(fake, tmp_path)
     for 1,930 descriptions, which the table did not show: it took reading the hypotheses
     to see that the model ignored its source.  A summarization table counts each row's
     distinct outputs; translation tables, where the count says nothing, keep their columns."""
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import report
 
     exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 1.0}, metrics=("rouge",))
-    results.write(exp)
+    report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     table = rows(md)
     assert "| distinct outputs |" in md
     assert "| 1 of 60 |" in table["B"] and "| 60 of 60 |" in table["A"], table
     exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 1.0})
-    results.write(exp)
+    report.write(exp)
     assert "distinct" not in (tmp_path / "tiny.md").read_text()
 
 
@@ -530,9 +514,9 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
     classification experiment: accuracy) keeps its plot, on its own metric."""
     from matplotlib.figure import Figure
 
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import collect, report
 
-    make_plots = results.make_plots  # the fixture below leaves plots out
+    make_plots = report.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("rouge",))
     for name, (r1, rl) in {"A": (40.0, 36.0), "B": (42.0, 35.0)}.items():
         run = tmp_path / "work" / "tiny" / name / "seed1"
@@ -541,14 +525,14 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
     drawn = {}
     monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
         {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}))
-    make_plots(exp, results.collect(exp), tmp_path)
+    make_plots(exp, collect.collect(exp), tmp_path)
     assert drawn["score_vs_speed.png"] == [("R-L", [36.0, 35.0])], drawn
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("accuracy",))
     for name, accuracy in {"A": 80.0, "B": 75.0}.items():
         (tmp_path / "work" / "tiny" / name / "seed1" / "gen-test" / "score.json").write_text(
             json.dumps({"accuracy": accuracy}))
     drawn.clear()
-    make_plots(exp, results.collect(exp), tmp_path)
+    make_plots(exp, collect.collect(exp), tmp_path)
     assert drawn["score_vs_speed.png"] == [("accuracy", [80.0, 75.0])], drawn
 
 
@@ -562,12 +546,12 @@ def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
     MHA) is not printed under the file's baseline; its seed-by-seed rows show its own
     baseline's scores; and a row whose first seed is not the baseline's pairs each seed
     with the same seed (both printed the first seeds' test as a same-seed one)."""
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import report
 
     exp = fake({"A": {"seeds": [1, 2, 3]}, "B": {"seeds": [2, 3]},
                 "C": {"seeds": [1, 2], "score": {"baseline": "C"}}, "D": {"seeds": [1, 2], "score": {"baseline": "C"}}},
                {"A": 0.1, "B": 0.3, "C": 0.6, "D": 0.5})
-    results.write(exp)
+    report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     table = rows(md)
     assert "| p vs the row's baseline |" in md
@@ -589,10 +573,10 @@ def test_the_baselines_later_seeds_meet_its_first_to_show_what_a_seed_alone_does
     p 0.002: the same recipe, another seed, "significant".  The results said nothing of
     it, so a reader took a one-seed row's p < 0.05 for a difference in recipes.  Each later
     seed of a baseline is tested against its first seed, the test the claims' p is."""
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import report
 
     exp = fake({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
-    results.write(exp)
+    report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     assert "`A` against its own first seed" in md, md
     # the fake scores A's seeds 1-3 at 91, 92, 93: each later seed against seed 1
@@ -600,14 +584,14 @@ def test_the_baselines_later_seeds_meet_its_first_to_show_what_a_seed_alone_does
     assert re.search(r"^\| 3 \| 93\.00 \| 91\.00 \| \+2\.00 \| \d\.\d{3} \|$", md, re.M), md
     assert kept_baseline(tmp_path / "work" / "tiny" / "A" / "seed3", "bootstrap-vs-first-seed.json") == "A/seed1"
     exp = fake({"A": {}, "B": {"seeds": [1, 2]}}, {"A": 0.1, "B": 0.3})  # one baseline seed: nothing to show
-    results.write(exp)
+    report.write(exp)
     assert "against its own first seed" not in (tmp_path / "tiny.md").read_text()
 
 
 def test_per_source_scores_are_the_first_seeds(fake, tmp_path):
     """The per-source table is labelled "first seed": while a row's first seed is missing
     (being trained again), its second stood in under that label."""
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import report
 
     exp = fake({"A": {"seeds": [1, 2]}, "B": {}}, {"A": 0.1, "B": 0.3})
     for name, seed in (("A", 1), ("A", 2), ("B", 1)):
@@ -616,30 +600,28 @@ def test_per_source_scores_are_the_first_seeds(fake, tmp_path):
     exp_rows = lambda: {line.split("|")[1].strip("` "): line  # noqa: E731
                         for line in (tmp_path / "tiny.md").read_text().split("Test BLEU per source")[1]
                         .split("\n\n")[1].splitlines() if line.startswith("| `")}
-    results.write(exp)
+    report.write(exp)
     assert exp_rows()["A"] == "| `A` | 1.00 |"
     shutil.rmtree(tmp_path / "work" / "tiny" / "A" / "seed1")  # seed 1 trains again
-    results.write(exp)
+    report.write(exp)
     assert exp_rows()["A"] == "| `A` | – |" and exp_rows()["B"] == "| `B` | 1.00 |"
 
 
 def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):
     """The bootstrap cache held while its file was newer than both hypotheses: a changed
     baseline kept the old row's p-value under the new baseline's name."""
-    from mixer_plugin.experiments import results
-
     models = {"A": {}, "B": {}, "C": {}}
     noise = {"A": 0.3, "B": 0.3, "C": 0.6}
-    from mixer_plugin.experiments import spec
+    from mixer_plugin.experiments import report, spec
 
     exp = fake(models, noise, baseline="A")
-    results.write(exp)
+    report.write(exp)
     run = tmp_path / "work" / "tiny" / "B" / "seed1"
     assert kept_baseline(run) == "A/seed1"
     raw = yaml.safe_load(exp.path.read_text())  # the same runs, another baseline
     raw["score"]["baseline"] = "C"
     exp.path.write_text(yaml.safe_dump(raw))
-    results.write(spec.load(exp.path))
+    report.write(spec.load(exp.path))
     assert kept_baseline(run) == "C/seed1"
 
 
@@ -647,7 +629,7 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     """A committed decode records its own commands, which do not show the training it
     decoded: once that training's flags change, the decode must run again, not come back
     from the commit beside the retrained model."""
-    from mixer_plugin.experiments import results, runner, spec
+    from mixer_plugin.experiments import archive, runner, spec
 
     import shutil
 
@@ -658,7 +640,7 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     exp.path.write_text(yaml.safe_dump(raw))
     exp = spec.load(exp.path)
     for label, chain in runner.Runner(exp, 1, 1).chains():  # both committed with today's commands
-        kept = results.kept_runs(exp) / label
+        kept = archive.kept_runs(exp) / label
         kept.mkdir(parents=True)
         (kept / "stages.json").write_text(json.dumps({s.name: {"commands": s.commands} for s in chain}))
     dry = runner.Runner(exp, 1, 1, dry_run=True)
@@ -687,7 +669,7 @@ def test_the_jobs_write_the_results_one_at_a_time(monkeypatch, tmp_path):
         time.sleep(0.05)
         inside[0] -= 1
 
-    monkeypatch.setattr(runner.results_module, "write", write)
+    monkeypatch.setattr(runner.report, "write", write)
     monkeypatch.setattr(runner, "WORK", tmp_path)  # where the results' lock lies
     exp = SimpleNamespace(name="x", models={}, path=Path("x.yaml"))
     r = runner.Runner(exp, 2, 1)
@@ -720,13 +702,13 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     full disk), it left a folder without its restored.json marker, which the next start
     took for a run this machine trained: the training ran again there and appended to the
     half-copied train.log.  The folder appears whole or not at all."""
-    from mixer_plugin.experiments import results, runner, spec
+    from mixer_plugin.experiments import archive, runner, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
     shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
     [(label, chain)] = runner.Runner(exp, 1, 1).chains()
-    kept = results.kept_runs(exp) / label
+    kept = archive.kept_runs(exp) / label
     kept.mkdir(parents=True)
     (kept / "stages.json").write_text(json.dumps({s.name: {"commands": s.commands} for s in chain}))
     for name in ("train.log", "hyp.txt", "score.json"):
@@ -759,9 +741,9 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     their own words/s compare nothing (one session's machine trained 1.6 times faster than
     the last's).  With ``speed:`` the columns are the idle-machine benchmarks of every row,
     each with its speed-up against that run's baseline; the runs' own timings stay out."""
-    from mixer_plugin.experiments import results, spec
+    from mixer_plugin.experiments import collect, report, spec
 
-    make_plots = results.make_plots  # the fixture below leaves plots out
+    make_plots = report.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
     (tmp_path / "work" / "tiny" / "A" / "seed1" / "train.log").write_text(TRAIN_LOG_LINE)
     raw = yaml.safe_load(exp.path.read_text())
@@ -769,7 +751,7 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     raw["speed"] = {"train": str(tmp_path / "train.json"), "decode": str(tmp_path / "decode.json")}
     exp.path.write_text(yaml.safe_dump(raw))
     exp = spec.load(exp.path)
-    results.write(exp)
+    report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     assert "| train words/s (x) | decode sent/s (x) |" in md and "999" not in md
     assert all(line.count("| – | – |") for line in rows(md).values())
@@ -781,15 +763,15 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
         {"model": m, "L": L, "beam": b, "sent_per_s": v, "speedup": v / base}
         for m, k in (("A", 1.0), ("B", 0.5)) for L, b, base in ((100, 4, 10.0), (25, 1, 80.0), (25, 4, 40.0))
         for v in [base * k]]}))
-    results.write(exp)
+    report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     table = rows(md)
     # decoding: the shortest L at the experiment's beam (4), not beam 1's figures
     assert "| 3,000 (1.00x) | 40.0 (1.00x) |" in table["A"] and "| 3,750 (1.25x) | 20.0 (0.50x) |" in table["B"]
     assert "| – | – |" in table["C"]  # a row the benchmarks have not timed
     assert "every hypothesis pinned to L = 25 tokens, beam 4" in md and "not benchmarked" not in md
-    collected = results.collect(exp)
-    results.bootstrap(exp, collected)
+    collected = collect.collect(exp)
+    collect.run_bootstraps(exp, collected)
     (tmp_path / "curves.png").write_bytes(b"a plot of runs that are gone")
     assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs
     assert not (tmp_path / "curves.png").exists()
@@ -802,9 +784,9 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
     curve is drawn, in its row's colour, the first one marked and named."""
     from matplotlib.figure import Figure
 
-    from mixer_plugin.experiments import results
+    from mixer_plugin.experiments import collect, report
 
-    make_plots = results.make_plots  # the fixture below leaves plots out
+    make_plots = report.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
     for name, seeds in (("A", (1, 2, 3)), ("B", (1,))):
         for seed in seeds:
@@ -814,8 +796,8 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
     drawn = {}
     monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
         {Path(path).name: [(line.get_label(), line.get_color(), list(line.get_ydata())) for line in fig.axes[0].lines]}))
-    make_plots(exp, results.collect(exp), tmp_path)
-    a, b = (results.row_styles(["A", "B"])[m][0] for m in "AB")
+    make_plots(exp, collect.collect(exp), tmp_path)
+    a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
     assert [(label, color) for label, color, _ in drawn["curves.png"]] == [
         ("A", a), ("_seed2", a), ("_seed3", a), ("B", b)], drawn["curves.png"]
     assert [y for *_, y in drawn["curves.png"]][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
@@ -825,7 +807,7 @@ def test_every_row_keeps_its_own_style_in_the_plots():
     """The leaderboard's 17 rows outnumber matplotlib's ten default colours: its curves drew
     multiNN and talking heads in the same green.  Each row gets its own colour and marker
     (and line style), the same in both plots."""
-    from mixer_plugin.experiments.results import row_styles
+    from mixer_plugin.experiments.report import row_styles
 
     names = [f"row{i}" for i in range(30)]
     style = row_styles(names)
@@ -839,13 +821,13 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     elsewhere (a decode_of row needs its checkpoints) and the new copy is committed, the
     old restored folder stood: the results showed the old run, and writing them copied it
     back over the newer commit.  A restored folder follows its committed copy."""
-    from mixer_plugin.experiments import results, runner, spec
+    from mixer_plugin.experiments import archive, runner, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
     shutil.rmtree(tmp_path / "work" / "tiny")
     [(label, chain)] = runner.Runner(exp, 1, 1).chains()
-    kept = results.kept_runs(exp) / label
+    kept = archive.kept_runs(exp) / label
     kept.mkdir(parents=True)
 
     def commit(version):
@@ -873,7 +855,8 @@ def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
     significant loss.  ``score.noise_floor`` (the rerun's gap) is the least gap that counts."""
     from types import SimpleNamespace
 
-    from mixer_plugin.experiments.results import ModelResult, claim_cells
+    from mixer_plugin.experiments.collect import ModelResult
+    from mixer_plugin.experiments.report import claim_cells
     from mixer_plugin.experiments.spec import Claim, Score
 
     def row(name, bleus, claims=(), floor=0.0):

@@ -144,3 +144,23 @@ def test_rouge_paired_bootstrap(tmp_path):
     one[0] = other[1] = "something else"
     same = run(tmp_path, one, ref, "--metrics", "rouge", "--baseline", write(tmp_path / "b.txt", other), "--bootstrap", "200")
     assert same["bootstrap"]["rouge1"]["p_value"] > 0.2
+
+
+def test_the_library_functions_agree_with_the_command_line(tmp_path):
+    """``score()`` and ``bootstrap()`` over lists of lines are what the command line
+    prints; the results tables call them directly, so a bad input is an exception the
+    runner reports, not the command line's ``sys.exit(2)`` inside a results write."""
+    refs = ["the cat sat on the mat", "a dog ran in the park", "birds sing at dawn", "it rains today"]
+    hyps = ["the cat sat on a mat", "a dog ran in a park", "birds sing at noon", "it rains"]
+    base = ["a cat sat", "the dog runs", "birds sing", "rain today"]
+    cli = run(tmp_path, hyps, refs, "--metrics", "bleu,chrf,rouge", "--baseline", write(tmp_path / "base.txt", base),
+              "--bootstrap", "100")
+    options = score.Options(samples=100)
+    mine = score.score(hyps, refs, ["bleu", "chrf", "rouge"], options=options)
+    assert {k: round(v, 2) for k, v in mine.items() if isinstance(v, float)} == {
+        k: v for k, v in cli.items() if k in mine and isinstance(v, float)}
+    assert score.bootstrap(hyps, base, refs, ["bleu", "chrf", "rouge"], options=options) == cli["bootstrap"]
+    with pytest.raises(score.ScoreError, match="line counts differ: 3 hypotheses, 4 baseline, 4 references"):
+        score.bootstrap(hyps[:3], base, refs, ["bleu"])
+    with pytest.raises(score.ScoreError, match="unknown metric 'blue'"):
+        score.score(hyps, refs, ["blue"])

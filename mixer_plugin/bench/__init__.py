@@ -12,7 +12,9 @@ nothing, and each records its command, machine, load and date beside its tables.
     mixer-bench train        fairseq-train words/s of whole models (the leaderboard's)
 
 ``mixer-bench NAME --help`` shows a benchmark's options; results go to
-``results/bench_<name>_<device>.{md,json}`` unless ``--md`` / ``--json`` say otherwise.
+``results/bench/bench_<name>_<device>.{md,json}`` unless ``--md`` / ``--json`` say otherwise.
+What they share (building a mixer for a role, timing a step, run metadata, the outputs) is
+``mixer_plugin/bench/common.py``.
 """
 
 import importlib
@@ -29,7 +31,8 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
         print(__doc__)
         if argv and argv[0] not in ("-h", "--help"):
-            print(f"mixer-bench: error: unknown benchmark {argv[0]!r} (known: {', '.join(BENCHMARKS)})", file=sys.stderr)
+            print(f"mixer-bench: error: unknown benchmark {argv[0]!r} (known: {', '.join(BENCHMARKS)})",
+                  file=sys.stderr)
             sys.exit(2)
         return
     if argv[0] in IN_PROCESS_GENERATE:
@@ -44,7 +47,7 @@ IN_PROCESS_GENERATE = ("decode", "decode-ops")
 
 def under_runner_allocator():
     """glibc reads its ``MALLOC_*`` settings once, at start-up, and a long output's
-    decoder caches are large enough for them to matter (results/bench_allocator_cpu.md):
+    decoder caches are large enough for them to matter (results/bench/bench_allocator_cpu.md):
     a benchmark that generates in its own process starts itself again, once, under the
     settings ``mixer-run`` gives every fairseq command, so that it measures what the
     runner runs.  A user's own settings are kept."""

@@ -1,23 +1,26 @@
 """Decoding speed over output length: every decoder mixer against the transformer at the
 same size, through fairseq's own ``fairseq-generate``.
 
-    mixer-bench decode DATA_BIN                      # -> results/bench_decode_<device>.{md,json,png}
+    mixer-bench decode DATA_BIN                      # -> results/bench/bench_decode_<device>.{md,json,png}
     mixer-bench decode DATA_BIN --lengths 30,100 --beams 4 --sentences 16 --rounds 1 --md /tmp/d.md
-    mixer-bench decode DATA_BIN --device cuda --precision bf16   # -> results/bench_decode_cuda_bf16.*
+    mixer-bench decode DATA_BIN --device cuda --precision bf16   # -> results/bench/bench_decode_cuda_bf16.*
     mixer-bench decode DATA_BIN --experiment experiments/leaderboard.yaml --lengths 25 --beams 4
-                                                     # -> results/bench_decode_leaderboard_cpu.*
+                                                     # -> results/bench/bench_decode_leaderboard_cpu.*
 
-A benchmark, not a test.  Each model is the CPU size (``mixer_small_attn``: 2+2 layers,
-d=256, 4 heads) with its mixer in the decoder (self-attention, and cross-attention for
-the mixers that take it), made by ``fairseq-train --max-update 1`` at a learning rate of
-1e-9 on DATA_BIN: the weights do not matter, because every hypothesis is pinned to
-exactly L tokens (``--max-len-a 0 --max-len-b L --min-len L``), so every model does the
-same number of decoder steps.  The speed is fairseq-generate's own figure (its timer
-around the SequenceGenerator: loading and I/O are out); ms per step = sentences / (that
-figure) / (L+1) for the one batch of ``--sentences`` sentences (fairseq's sentences/s comes
-from the unrounded time; the seconds it prints beside it are rounded to 0.1 s).  Models run round-robin, the order
-rotated every round; the median over rounds is reported with the ratio to the
-transformer of the same run.
+A benchmark, not a test.  The models are the transformer and every registered mixer that
+can be a decoder's self-attention (a new mixer is timed without editing a list here), each
+in its decoding spec (``DECODE_SPECS``), with the readings of ``EXTRA_MODELS`` beside it.
+Each model is the CPU size (``mixer_small_attn``: 2+2 layers, d=256, 4 heads) with its
+mixer in the decoder (self-attention, and cross-attention for the mixers that take it),
+made by ``fairseq-train --max-update 1`` at a learning rate of 1e-9 on DATA_BIN: the
+weights do not matter, because every hypothesis is pinned to exactly L tokens
+(``--max-len-a 0 --max-len-b L --min-len L``), so every model does the same number of
+decoder steps.  The speed is fairseq-generate's own figure (its timer around the
+SequenceGenerator: loading and I/O are out); ms per step = sentences / (that figure) /
+(L+1) for the one batch of ``--sentences`` sentences (fairseq's sentences/s comes from the
+unrounded time; the seconds it prints beside it are rounded to 0.1 s).  Models run
+round-robin, the order rotated every round; the median over rounds is reported with the
+ratio to the transformer of the same run.
 
 ``--experiment FILE`` times the rows of an experiment file instead of the mixers above:
 each row's own architecture and flags (``arch`` and ``train``, with the file's task flags
@@ -31,11 +34,12 @@ machine, and on which machine a session had.
 It runs under the allocator settings ``mixer-run`` gives fairseq-generate (``mixer-bench``
 starts itself again with them when they are not set), so it measures what the runner runs.
 
-A windowed decoder (``ngram``, ``local``, ``multiscale`` with fixed scales) keeps O(n)
-state per layer, where attention keeps O(L): its advantage should grow with L.  For hard
-retrieval, one decoding step of the transformer is profiled (forward hooks on its
-attention modules): the share of the step in attention, s, bounds what replacing
-attention can gain at 1 / (1 - s); hard's measured speed-up is given as a share of that.
+A windowed decoder (``ngram``, ``local``, ``multiscale`` with fixed scales: every mixer
+whose decoder state is bounded, ``bounded_state``) keeps O(n) state per layer, where
+attention keeps O(L): its advantage should grow with L.  For hard retrieval, one decoding
+step of the transformer is profiled (forward hooks on its attention modules): the share of
+the step in attention, s, bounds what replacing attention can gain at 1 / (1 - s); hard's
+measured speed-up is given as a share of that.
 """
 
 import argparse
@@ -53,26 +57,56 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..experiments.stages import PRECISIONS, command_env
+from ..mixers.base import WindowMixer
+from ..mixers.registry import MIXER_REGISTRY, MixerContext, Role, build_mixer, parse_item
 from ..paths import CHECKOUT
-from .mixers import command_line, cpu_label, write_outputs
+from .common import RESULTS, command_line, cpu_label, write_outputs
 
 SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s")
-# label -> decoder flags (the encoder is stock attention for every model)
-MODELS = {
-    "transformer": [],
-    "ngram": ["--decoder-mixers", "ngram"],
-    "local": ["--decoder-mixers", "local"],
-    "multiscale": ["--decoder-mixers", "multiscale:scales=1+3+5+7"],  # fixed scales: bounded cache
-    "hard": ["--decoder-mixers", "hard", "--decoder-cross-mixers", "hard"],
-    # the same module with softmax x V in eval mode: what retrieval saves, and nothing else
-    "hard_soft": ["--decoder-mixers", "hard:decode=soft", "--decoder-cross-mixers", "hard:decode=soft"],
-    "interacting": ["--decoder-mixers", "interacting", "--decoder-cross-mixers", "interacting"],
-    "talking_heads": ["--decoder-mixers", "talking_heads", "--decoder-cross-mixers", "talking_heads"],
-    "fixed_head": ["--decoder-mixers", "fixed_head:heads=12:head_dim=21",
-                   "--decoder-cross-mixers", "fixed_head:heads=12:head_dim=21"],
-}
-WINDOWED = ("ngram", "local", "multiscale")
 SMALL = ["--arch", "mixer_small_attn", "--share-all-embeddings"]  # the model every label of MODELS is
+SMALL_DIM, SMALL_HEADS = 256, 4  # mixer_small_attn's decoder
+# the spec a mixer is decoded with where its defaults are not the model to time
+DECODE_SPECS = {
+    "multiscale": "multiscale:scales=1+3+5+7",  # fixed scales: a bounded cache (ratios of N grow with it)
+    "fixed_head": "fixed_head:heads=12:head_dim=21",  # the leaderboard's row: head size 21, 12 heads for its size
+}
+# readings timed beside a mixer's decoding spec: label -> spec
+EXTRA_MODELS = {
+    # the same module with softmax x V in eval mode: what retrieval saves, and nothing else
+    "hard_soft": "hard:decode=soft",
+}
+
+
+def decoder_flags(spec: str) -> List[str]:
+    """A mixer in the decoder: its self-attention, and its cross-attention where it takes that role."""
+    cross = Role.DECODER_CROSS in MIXER_REGISTRY[spec.split(":")[0]].roles
+    return ["--decoder-mixers", spec, *(["--decoder-cross-mixers", spec] if cross else [])]
+
+
+def decoder_specs() -> Dict[str, Optional[str]]:
+    """label -> the decoder's mixer spec: ``transformer`` (stock attention: None) first, then
+    every registered mixer that can be a decoder's self-attention, each followed by its readings."""
+    specs = {"transformer": None}
+    for name, entry in sorted(MIXER_REGISTRY.items()):
+        if name == "attn" or Role.DECODER_SELF not in entry.roles:
+            continue
+        specs[name] = DECODE_SPECS.get(name, name)
+        specs.update((label, spec) for label, spec in EXTRA_MODELS.items() if spec.split(":")[0] == name)
+    return specs
+
+
+# label -> decoder flags (the encoder is stock attention for every model)
+SPECS = decoder_specs()
+MODELS = {label: [] if spec is None else decoder_flags(spec) for label, spec in SPECS.items()}
+
+
+def bounded_state(spec: str) -> bool:
+    """Whether a decoder self-mixer keeps O(n) state per layer where attention keeps O(L): a
+    window of neighbours, or a key cache cut to its last rows (``cache_window``)."""
+    ctx = MixerContext(role=Role.DECODER_SELF, layer_index=0, embed_dim=SMALL_DIM, kv_dim=SMALL_DIM,
+                       num_heads=SMALL_HEADS, attention_dropout=0.0, build_stock=lambda: None)
+    m = build_mixer(parse_item(Role.DECODER_SELF.flag, spec), ctx)
+    return isinstance(m, WindowMixer) or getattr(m, "cache_window", None) is not None
 
 
 @dataclass(frozen=True)
@@ -374,7 +408,7 @@ def main(argv=None):
     md = markdown(meta, rows, labels, lengths, beams, profile)
     stem = "bench_decode" + (f"_{Path(args.experiment).stem}" if args.experiment else "")
     stem += "_cpu" if args.device == "cpu" else f"_cuda_{args.precision}"
-    out_md = args.md or str(CHECKOUT / "results" / f"{stem}.md")
+    out_md = args.md or str(RESULTS / f"{stem}.md")
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
     if len(lengths) > 1:  # a plot over L
         plot(rows, labels, beams, Path(out_md).with_suffix(".png"), meta["device"])
@@ -417,7 +451,7 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
         r = by[("hard", L, b)]
         out.append(f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
                    f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |")
-    windowed = [m for m in WINDOWED if m in labels]
+    windowed = [m for m in labels if SPECS.get(m) and bounded_state(SPECS[m])] if mixers else []
     if windowed and mixers and len(lengths) > 1:
         out += ["", "## Does the windowed decoders' advantage grow with length?", "",
                 "| model | beam | " + " | ".join(f"L={L}" for L in lengths) + " | grows |",

@@ -24,9 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..paths import CHECKOUT
+from .common import RESULTS, command_line, cpu_label, write_outputs
 from .decode import MODELS, SMALL, add_common_args, checked_labels, generate, make_checkpoint
-from .mixers import command_line, cpu_label, write_outputs
 
 REGIONS = ("self-attention modules", "cross-attention modules", "attend (the equation)", "cache reorder")
 
@@ -163,7 +162,7 @@ def main(argv=None):
             "threads": torch.get_num_threads(), "load_start": load_start,
             "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
             "L": args.length, "beam": args.beam, "sentences": args.sentences}
-    out_md = args.md or str(CHECKOUT / "results" / "bench_decode_ops_cpu.md")
+    out_md = args.md or str(RESULTS / "bench_decode_ops_cpu.md")
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
     write_outputs(out_md, out_json, markdown(meta, results), {"meta": meta, "results": results})
 

@@ -4,7 +4,7 @@
     normalise    softmax(S / sqrt(d))  (eq. 2)  vs  argmax(S)   (eq. 11)
     attend       P V                   (eq. 3)  vs  V[index]    (eq. 6)
 
-    mixer-bench hard-ops [--device cuda] [--md results/bench_hard_ops_cpu.md]
+    mixer-bench hard-ops [--device cuda] [--md results/bench/bench_hard_ops_cpu.md]
 
 This is a benchmark, not a test.  Shapes (per setting): a decoder step of beam
 search (one query per hypothesis: N = batch x beam rows, H heads, T = 1, S keys) and
@@ -26,9 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils import benchmark
 
+from ..mixers.hard import value_rows
+from .common import command_line, cpu_label, write_outputs
 
-from .mixers import command_line, cpu_label, write_outputs
-from mixer_plugin.mixers.hard import value_rows
 PAPER = {"compare": (14.40, None), "normalise": (6.22, 2.10), "attend": (12.26, 2.93), "total": (32.88, 19.43)}
 
 

@@ -1,18 +1,18 @@
 """Cost of the interacting-head paper's mixers against stock ``attn`` as the number of
 heads grows: forward+backward time and peak memory of ONE module.
 
-    mixer-bench heads                     # full run -> results/bench_heads_<device>.{md,json}
+    mixer-bench heads                     # full run -> results/bench/bench_heads_<device>.{md,json}
     mixer-bench heads --quick             # smoke run (seconds), prints only
     mixer-bench heads --heads 8,32 --lengths 64 --md /tmp/x.md --json /tmp/x.json
-    mixer-bench heads --from-json results/bench_heads_cpu.json   # re-render its table, time nothing
+    mixer-bench heads --from-json results/bench/bench_heads_cpu.json   # re-render its table, time nothing
 
 A benchmark, not a test: it asserts nothing.  The measuring code is
-``mixer_plugin/bench/mixers.py``'s (``bench_group``: warmup, round-robin timing of all
+``mixer_plugin/bench/common.py``'s (``bench_group``: warmup, round-robin timing of all
 modules of one (role, L, H) with the order rotated each round, median and minimum of
-the timed steps, peak memory from the allocator events of one extra step); see its
-docstring for the exact method.  Here it runs once per number of heads H, with every
-module built with H heads (the layer's ``--*-attention-heads``), so each ratio comes
-from modules timed side by side in the same run:
+the timed steps, peak memory from the allocator events of one extra step);
+``mixer-bench mixers --help`` gives the exact method.  Here it runs once per number of
+heads H, with every module built with H heads (the layer's ``--*-attention-heads``), so
+each ratio comes from modules timed side by side in the same run:
 
   * ``attn``: fairseq's MultiheadAttention (the baseline);
   * ``interacting``: Algorithm 1, sum reading, as one SDPA call with the summed query;
@@ -21,6 +21,10 @@ from modules timed side by side in the same run:
     materialised; no fused kernel);
   * ``fixed_head:head_dim=25``: head size fixed at the paper's WMT17 EN-DE mean length.
 
+The modules are the paper's comparison set, named here on purpose (a new mixer is timed by
+``mixer-bench mixers``, not here); each spec is checked against the registry before
+anything runs, so a renamed mixer or option is an error rather than an empty column.
+
 Goal (issue 4): ``interacting`` <= 1.05x the time of ``attn`` at every H.
 """
 
@@ -28,15 +32,15 @@ import argparse
 import os
 import time
 
-
-from . import mixers as bm
-from mixer_plugin.mixers import Role
+from ..mixers.registry import Role
+from . import common
 
 GOAL = 1.05
 FIXED_HEAD_DIM = 25  # the paper's WMT17 EN-DE mean length (§4.1)
 MIXERS = ["attn", "interacting", "interacting:reading=pairwise", "talking_heads",
           f"fixed_head:head_dim={FIXED_HEAD_DIM}"]
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
+NAME = "bench_heads"  # the stem of the default outputs
 
 
 def time_cell(r, lab):
@@ -53,8 +57,8 @@ def mem_cell(r, lab):
     if "peak_bytes" not in r:
         return ""
     if lab == "attn" or r.get("mem_ratio_vs_attn") is None:
-        return bm.fmt_mb(r["peak_bytes"])
-    return f"{bm.fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f}x)"
+        return common.fmt_mb(r["peak_bytes"])
+    return f"{common.fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f}x)"
 
 
 def markdown(meta, rows):
@@ -69,8 +73,8 @@ def markdown(meta, rows):
     out.append(f"- one module, d={meta['dim']}, {meta['dtype']}, train mode, dropout {meta['dropout']}; "
                f"batch: constant tokens, B = {meta['tokens']} // L; H heads for every module")
     out.append(f"- time: {meta['warmup']} warmup step(s), then the median [minimum] of {meta['repeats']} timed "
-               "forward+backward steps (mixer_plugin/bench/mixers.py bench_group)")
-    out.append("- memory: peak bytes of one step above what was allocated before it (bench_mixers.peak_cpu: "
+               "forward+backward steps (mixer_plugin/bench/common.py bench_group)")
+    out.append("- memory: peak bytes of one step above what was allocated before it (common.peak_cpu: "
                "the CPU allocator's events; on CUDA max_memory_allocated): activations kept for backward, "
                "temporaries and grads; not parameters or inputs")
     out.append("- `x attn` = module time / attn time of the same (role, L, H) group, so > 1 is slower; "
@@ -111,7 +115,7 @@ def markdown(meta, rows):
             out.append(f"| {role} | {L} | " + " | ".join(cells) + " |")
     out.append("\nMedian [minimum]: the minimum is the step least disturbed by other load.\n")
     out.append("## FLOPs: each mixer against its own ceiling\n")
-    out.append(f"{bm.peak_line(meta)}  {bm.FLOPS_NOTE}\n")
+    out.append(f"{common.peak_line(meta)}  {common.FLOPS_NOTE}\n")
     for role in [r.value for r in ROLES]:
         rr = [r for r in rows if r["role"] == role and "median_s" in r]
         if not rr:
@@ -123,7 +127,7 @@ def markdown(meta, rows):
             for H in meta["heads"]:
                 by = {r["mixer"]: r for r in rr if r["L"] == L and r["H"] == H}
                 if by:
-                    out.append(f"| {L} | {H} | " + " | ".join(bm.flops_cell(lab, by[lab]) if lab in by else ""
+                    out.append(f"| {L} | {H} | " + " | ".join(common.flops_cell(lab, by[lab]) if lab in by else ""
                                                                for lab in labels) + " |")
         out.append("")
     return "\n".join(out)
@@ -131,8 +135,8 @@ def markdown(meta, rows):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    bm.add_group_args(ap, "bench_heads", "64,256")
-    # no separate repeat count for long inputs unless asked (bench_mixers.repeats_for)
+    common.add_group_args(ap, NAME, "64,256")
+    # no separate repeat count for long inputs unless asked (common.repeats_for)
     ap.set_defaults(repeats_large=None)
     ap.add_argument("--heads", help="comma-separated H (default 4,8,16,32)")
     ap.add_argument("--mixers", help=f"comma-separated specs besides attn (default: {','.join(MIXERS[1:])})")
@@ -140,7 +144,7 @@ def main(argv=None):
                     help="smoke run: H=4,8 and L=32 unless given, 256 tokens, 1 repeat; prints only")
     args = ap.parse_args(argv)
     if args.from_json:
-        return bm.rerender(ap, args, markdown)
+        return common.rerender(ap, args, markdown)
     if args.quick:
         args.heads, args.lengths = args.heads or "4,8", args.lengths or "32"
         args.tokens, args.warmup, args.repeats = 256, 1, 1
@@ -153,13 +157,17 @@ def main(argv=None):
     for H in heads:
         if H < 1 or args.dim % H:
             ap.error(f"argument --heads: {H} does not divide --dim {args.dim}")
-    device = bm.setup_group_args(ap, args, "bench_heads")
     labels = ["attn"] + (args.mixers.split(",") if args.mixers else MIXERS[1:])
+    for lab in labels:
+        problem = common.spec_problem(lab, ROLES)
+        if problem:
+            ap.error(f"--mixers: {problem}")
+    device = common.setup_group_args(ap, args, NAME)
 
     t0 = time.time()
     meta = {
-        **bm.run_meta(device),
-        **bm.machine_peak(device),
+        **common.run_meta(device),
+        **common.machine_peak(device),
         "dim": args.dim, "dtype": args.dtype, "dropout": args.dropout, "tokens": args.tokens, "warmup": args.warmup,
         "repeats": args.repeats, "heads": heads, "lengths": lengths, "mixers": labels,
     }
@@ -169,7 +177,7 @@ def main(argv=None):
         for H in heads:
             args.heads = H  # every module of the group gets H heads
             for role in ROLES:
-                group = bm.bench_group(role, L, [(lab, lab) for lab in labels], args, device)
+                group = common.bench_group(role, L, [(lab, lab) for lab in labels], args, device)
                 for lab in labels:
                     r = group.get(lab)
                     if r is None:
@@ -177,12 +185,12 @@ def main(argv=None):
                     r["H"] = H
                     if "speedup_vs_attn" in r:
                         print(f"{role.value:13s} L={L:4d} H={H:3d} {lab:30s} {1000 * r['median_s']:9.1f} ms "
-                              f"{1 / r['speedup_vs_attn']:5.2f}x time {bm.fmt_mb(r['peak_bytes']):>8s} MB",
+                              f"{1 / r['speedup_vs_attn']:5.2f}x time {common.fmt_mb(r['peak_bytes']):>8s} MB",
                               flush=True)
                     rows.append(r)
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t0
-    bm.write_outputs(args.md, args.json, markdown(meta, rows), {"meta": meta, "rows": rows})
+    common.write_outputs(args.md, args.json, markdown(meta, rows), {"meta": meta, "rows": rows})
 
 if __name__ == "__main__":
     main()

@@ -20,8 +20,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ..mixers.registry import Role
-from ..paths import CHECKOUT
-from .mixers import build, command_line, machine_peak, module_macs, run_meta, step, variants, write_outputs
+from .common import (RESULTS, build, command_line, machine_peak, module_macs, run_meta, step, variants,
+                     write_outputs)
 
 
 def profile_module(m, x, g, repeats, top):
@@ -52,7 +52,7 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--top", type=int, default=10)
-    ap.add_argument("--md", default=os.path.join(str(CHECKOUT), "results", "bench_layer_ops_cpu.md"))
+    ap.add_argument("--md", default=str(RESULTS / "bench_layer_ops_cpu.md"))
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     args.dropout = 0.0

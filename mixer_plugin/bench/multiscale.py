@@ -2,15 +2,15 @@
 fairseq attention (``attn``) and the same attention with the L x L score matrix
 materialised (``attn[math]``), over sequence length, all in one run.
 
-    mixer-bench multiscale               # writes results/bench_multiscale_<device>.{md,json}
+    mixer-bench multiscale               # writes results/bench/bench_multiscale_<device>.{md,json}
     mixer-bench multiscale --quick       # smoke run (seconds), prints only
     mixer-bench multiscale --lengths 512,2048 --md /tmp/x.md --json /tmp/x.json
-    mixer-bench multiscale --from-json results/bench_multiscale_cpu.json   # re-render its table, time nothing
+    mixer-bench multiscale --from-json results/bench/bench_multiscale_cpu.json   # re-render its table, time nothing
 
 A benchmark, not a test: it asserts nothing.  The measuring code (round-robin timing,
 peak memory from the CPU allocator's events or CUDA's peak counter, the attn[math]
-wrapper) is ``mixer_plugin/bench/mixers.py``'s ``bench_group``; see its docstring for
-exactly what is measured.  Modules: d=512, 8 heads, float32 (``--dtype``), train mode, dropout 0,
+wrapper) is ``mixer_plugin/bench/common.py``'s ``bench_group``; ``mixer-bench mixers --help``
+says exactly what is measured.  Modules: d=512, 8 heads, float32 (``--dtype``), train mode, dropout 0,
 B = tokens // L sequences of length L.
 
 Multi-scale variants (8 heads, scales of the paper's Table 1, omega=width):
@@ -27,12 +27,13 @@ import argparse
 import os
 import time
 
-
-from . import mixers as bm
-from mixer_plugin.mixers.multiscale import PAPER_SCALES, alpha_schedule, format_scales, parse_scales
+from ..mixers.multiscale import PAPER_SCALES, alpha_schedule, format_scales, parse_scales
+from ..mixers.registry import Role
+from . import common
 
 DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048)
 GOAL_LABEL = "multiscale:layer1"
+NAME = "bench_multiscale"  # the stem of the default outputs
 
 
 def multiscale_variants(heads: int):
@@ -72,12 +73,12 @@ def fmt_time(r, by):
 
 
 def fmt_mem(r, by):
-    mb = bm.fmt_mb(r["peak_bytes"])
+    mb = common.fmt_mb(r["peak_bytes"])
     if r["mixer"] == "attn":
         return mb
     ratios = f"{r['mem_ratio_vs_attn']:.2f}"
-    math = by.get(bm.MATH)
-    if r["mixer"] != bm.MATH and math and math.get("peak_bytes"):
+    math = by.get(common.MATH)
+    if r["mixer"] != common.MATH and math and math.get("peak_bytes"):
         ratios += f" / {r['peak_bytes'] / math['peak_bytes']:.2f}"
     return f"{mb} ({ratios})"
 
@@ -93,7 +94,7 @@ def markdown(meta, rows, labels):
            f"- one module, d={meta['dim']}, {meta['heads']} heads, {meta['dtype']}, train mode, dropout 0; "
            f"batch: {meta['batch_rule']}; {meta['warmup']} warmup step(s), then the median of "
            f"{meta['repeats_rule']} timed forward+backward steps, modules of one (role, L) round-robin "
-           "(`mixer_plugin/bench/mixers.py`'s `bench_group`)",
+           "(`mixer_plugin/bench/common.py`'s `bench_group`)",
            f"- peak memory: {meta['memory_method']}",
            f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}",
            "- `attn[math]`: the same stock module on SDPA's math kernel, i.e. dense attention that "
@@ -106,15 +107,15 @@ def markdown(meta, rows, labels):
         out += table(rows, role, labels, "median_s", fmt_time)
         out += ["", "Peak memory of one step, MB\n"]
         out += table(rows, role, labels, "peak_bytes", fmt_mem)
-        exps = [bm.mem_exponent(rows, lab, role) for lab in labels]
+        exps = [common.mem_exponent(rows, lab, role) for lab in labels]
         out.append("| exp | | " + " | ".join("" if e is None else f"{e:.2f}" for e in exps) + " |")
         out.append("\n`exp`: slope of log(peak bytes per sequence) against log L (1 linear, 2 quadratic).\n")
     out.append("## FLOPs: each variant against its own ceiling\n")
-    out.append(f"{bm.peak_line(meta)}  {bm.FLOPS_NOTE}\n")
+    out.append(f"{common.peak_line(meta)}  {common.FLOPS_NOTE}\n")
     for role in meta["roles"]:
         rr = [r for r in rows if r["role"] == role and "median_s" in r]
-        present = [lab for lab in labels if lab != bm.MATH and any(r["mixer"] == lab for r in rr)]
-        out += [f"### {role}\n"] + bm.length_table(rr, present, bm.flops_cell) + [""]
+        present = [lab for lab in labels if lab != common.MATH and any(r["mixer"] == lab for r in rr)]
+        out += [f"### {role}\n"] + common.length_table(rr, present, common.flops_cell) + [""]
     out.append("## Goal check (issue 5)\n")
     out.append(f"`{GOAL_LABEL}` (the paper's small-scale-heavy first layer), encoder and decoder:\n")
     out.append("| role | mem / attn, L=2048 | mem / attn[math], L=2048 (goal <= 0.25) | speedup vs attn, "
@@ -123,7 +124,7 @@ def markdown(meta, rows, labels):
     for role in meta["roles"]:
         by = {(r["mixer"], r["L"]): r for r in rows if r["role"] == role and "median_s" in r}
         g = by.get((GOAL_LABEL, 2048))
-        m = by.get((bm.MATH, 2048))
+        m = by.get((common.MATH, 2048))
         mem_attn = f"{g['mem_ratio_vs_attn']:.2f}" if g else "n/a"
         mem_math = f"{g['peak_bytes'] / m['peak_bytes']:.2f}" if g and m else "n/a"
 
@@ -134,40 +135,41 @@ def markdown(meta, rows, labels):
                 cells.append(f"{b['median_s'] / r['median_s']:.2f}x" if r and b else "n/a")
             return " / ".join(cells)
 
-        out.append(f"| {role} | {mem_attn} | {mem_math} | {speed('attn')} | {speed(bm.MATH)} |")
+        out.append(f"| {role} | {mem_attn} | {mem_math} | {speed('attn')} | {speed(common.MATH)} |")
     out.append("")
     return "\n".join(out)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    bm.add_group_args(ap, "bench_multiscale", "128,...,2048")
+    common.add_group_args(ap, NAME, "128,...,2048")
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--roles", default="encoder_self,decoder_self")
     ap.add_argument("--variants", help="comma-separated labels of the multi-scale variants (default: all)")
     ap.add_argument("--quick", action="store_true", help="L=128,256, 512 tokens, 1 repeat; prints only")
     args = ap.parse_args(argv)
     if args.from_json:
-        return bm.rerender(ap, args, lambda meta, rows: markdown(meta, rows, bm.mixer_labels(meta)))
+        return common.rerender(ap, args, lambda meta, rows: markdown(meta, rows, common.mixer_labels(meta)))
     if args.quick:
         args.lengths = args.lengths or "128,256"
         args.tokens, args.repeats, args.repeats_large = 512, 1, 1
     lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else list(DEFAULT_LENGTHS)
-    device = bm.setup_group_args(ap, args, "bench_multiscale")
-    roles = [bm.Role(r) for r in args.roles.split(",")]
+    device = common.setup_group_args(ap, args, NAME)
+    roles = [Role(r) for r in args.roles.split(",")]
 
     ms = multiscale_variants(args.heads)
     if args.variants:
         keep = {f"multiscale:{v.split(':')[-1]}" for v in args.variants.split(",")}
         ms = [(lab, spec) for lab, spec in ms if lab in keep]
-    labelled = [("attn", "attn"), (bm.MATH, "attn")] + ms
+    labelled = [("attn", "attn"), (common.MATH, "attn")] + ms
     labels = [lab for lab, _ in labelled]
 
     t0 = time.time()
     meta = {
-        **bm.run_meta(device),
-        **bm.machine_peak(device),
-        "dim": args.dim, "heads": args.heads, "dtype": args.dtype, "lengths": lengths, "roles": [r.value for r in roles],
+        **common.run_meta(device),
+        **common.machine_peak(device),
+        "dim": args.dim, "heads": args.heads, "dtype": args.dtype, "lengths": lengths,
+        "roles": [r.value for r in roles],
         "batch_rule": f"fixed B={args.batch}" if args.batch else f"constant tokens, B = max(1, {args.tokens} // L)",
         "warmup": args.warmup, "repeats_rule": f"{args.repeats} (L < {args.large_from}) / {args.repeats_large}",
         "memory_method": ("torch.profiler allocator events over one extra step (all ATen CPU allocations "
@@ -179,20 +181,21 @@ def main(argv=None):
     rows = []
     for L in lengths:
         for role in roles:
-            group = bm.bench_group(role, L, labelled, args, device)
+            group = common.bench_group(role, L, labelled, args, device)
             for label in labels:
                 r = group.get(label)
                 if r is None or "skipped" in r:
                     continue
                 rows.append(r)
-                extra = "" if label == "attn" else f" {r['speedup_vs_attn']:5.2f}x time {r['mem_ratio_vs_attn']:5.2f} mem"
+                extra = ("" if label == "attn"
+                         else f" {r['speedup_vs_attn']:5.2f}x time {r['mem_ratio_vs_attn']:5.2f} mem")
                 print(f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:18s} {1000 * r['median_s']:9.1f} ms "
-                      f"{bm.fmt_mb(r['peak_bytes']):>8s} MB{extra}", flush=True)
+                      f"{common.fmt_mb(r['peak_bytes']):>8s} MB{extra}", flush=True)
     kernels = sorted({k for r in rows if r["mixer"] == "attn" for k in r.get("sdpa_ops", [])})
     meta["attn_kernels"] = ", ".join(f"`{k}`" for k in kernels) or "none seen"
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t0
-    bm.write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
+    common.write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -23,8 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from ..mixers.ngram import window_conv, window_gemm
-from ..paths import CHECKOUT
-from .mixers import run_meta, write_outputs
+from .common import RESULTS, run_meta, write_outputs
 
 # Each takes ext (T+W-1, B, K*d) and weight (K, W, d, d_out) -> (T, B, K*d_out).
 
@@ -122,8 +121,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3, help="timed steps per formulation per round")
-    ap.add_argument("--md", default=os.path.join(str(CHECKOUT), "results", "bench_ngram_forms_cpu.md"))
-    ap.add_argument("--json", default=os.path.join(str(CHECKOUT), "results", "bench_ngram_forms_cpu.json"))
+    ap.add_argument("--md", default=str(RESULTS / "bench_ngram_forms_cpu.md"))
+    ap.add_argument("--json", default=str(RESULTS / "bench_ngram_forms_cpu.json"))
     args = ap.parse_args(argv)
     check()
     meta = run_meta(torch.device("cpu"))

@@ -1,7 +1,7 @@
 """End-to-end training speed: fairseq-train words/s of every model of an experiment file,
 one after another on an otherwise idle machine, beside the layer benchmark's ratio.
 
-    mixer-bench train experiments/leaderboard.yaml            # -> results/bench_train_cpu.{md,json}
+    mixer-bench train experiments/leaderboard.yaml            # -> results/bench/bench_train_cpu.{md,json}
     mixer-bench train experiments/leaderboard.yaml --updates 40 --only transformer,multinn
 
 A benchmark, not a test.  Each model trains ``--updates`` updates with the experiment's
@@ -10,7 +10,7 @@ save dir; fairseq's words/s of every logged interval after the first (start-up a
 the first batches out) is averaged.  The models run round-robin over ``--rounds``,
 the order rotated each round; the median is reported with the ratio to the first
 model.  ``layer ratio``: the same mixer's speed-up against attention in
-``results/bench_mixers_<device>.json`` at the length nearest the data's mean (when
+``results/bench/bench_mixers_<device>.json`` at the length nearest the data's mean (when
 that file has the mixer), so a layer-level gain can be read against what it is worth
 in a whole model.
 """
@@ -28,8 +28,8 @@ from pathlib import Path
 
 from ..experiments.spec import load
 from ..experiments.stages import command_env, data_root, drop_flag, prep_manifest, train_command
-from ..paths import CHECKOUT
-from .mixers import command_line, write_outputs
+from . import mixers
+from .common import RESULTS, command_line, write_outputs
 
 WPS = re.compile(r"\| train_inner \|.*?wps=([\d.]+)")
 
@@ -46,7 +46,7 @@ def train_wps(argv, env) -> float:
 def layer_ratio(spec_flags, L: int):
     """The layer benchmark's speed-up of the model's first non-attn encoder mixer at the
     length nearest L (None when the model is all attention or the file lacks it)."""
-    path = CHECKOUT / "results" / "bench_mixers_cpu.json"
+    path = RESULTS / f"{mixers.NAME}_cpu.json"
     mixer = next((spec_flags[i + 1].split(":")[0] for i, a in enumerate(spec_flags[:-1])
                   if a in ("--encoder-mixers", "--decoder-mixers") and spec_flags[i + 1].split(":")[0] != "attn"),
                  None)
@@ -128,7 +128,7 @@ def main(argv=None):
         lines.append(f"| `{r['model']}` | {r['wps']:,.0f} | {r['speedup']:.2f}x | "
                      f"{', '.join(f'{x:,.0f}' for x in r['rounds'])} | {lr} |")
     lines += ["", f"One command in full: `{' '.join(map(str, commands[models[0].name]))}`", ""]
-    out_md = args.md or str(CHECKOUT / "results" / "bench_train_cpu.md")
+    out_md = args.md or str(RESULTS / "bench_train_cpu.md")
     write_outputs(out_md, args.json or str(Path(out_md).with_suffix(".json")), "\n".join(lines),
                   {"meta": meta, "rows": rows})
 

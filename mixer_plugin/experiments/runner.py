@@ -48,8 +48,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..data.prep import atomic_path, sweep_leftovers
 from ..paths import WORK, shown
-from . import guard
-from . import results as results_module
+from . import archive, guard, report
 from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
 from .stages import (PLUGIN, Stage, StageError, execute, flag_value, ngpu, precision, prepare_stage, run_dir, run_stages,
@@ -210,7 +209,7 @@ class Runner:
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
         self.progress.say(f"{exp.name}: {len(self.models)} models; {self.jobs} runs at a time x {self.threads} "
                           f"threads = {cores} cores")
-        results = results_module.results_path(exp)
+        results = archive.results_path(exp)
         if self.commit and git_repo(results) is None:
             self.progress.say(f"--commit: {shown(results)} is outside any git repository, or ignored in its own: "
                               f"nothing will be committed")
@@ -220,7 +219,7 @@ class Runner:
         chains = self.chains()
         restored = self.restore(chains)
         if restored:
-            self.progress.say(f"{len(restored)} runs finished before, restored from {shown(results_module.kept_runs(exp))}")
+            self.progress.say(f"{len(restored)} runs finished before, restored from {shown(archive.kept_runs(exp))}")
         chains = [(label, c) for label, c in chains if label not in restored]
         todo = sum(not s.done() for _, c in chains for s in c)
         self.progress.total += todo
@@ -380,7 +379,7 @@ class Runner:
             self._write_results(commit)
 
     def _write_results(self, commit=None):
-        path = results_module.write(self.exp)
+        path = report.write(self.exp)
         if path is not None:
             self.progress.say(f"results: {shown(path)}")
         repo = git_repo(path) if commit and path is not None else None
@@ -454,7 +453,7 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     the results would otherwise show, and copy back over the newer commit)."""
     run = run_dir(exp, model, seed)
     marker = run / ".stages" / "restored.json"
-    kept = results_module.kept_runs(exp) / model.name / f"seed{seed}"
+    kept = archive.kept_runs(exp) / model.name / f"seed{seed}"
     committed = kept / "stages.json"
     if run.exists() and not marker.is_file():
         return False
@@ -479,7 +478,7 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
         gen = tmp / f"gen-{model.generate.subset}"
         gen.mkdir(parents=True)
         for src in kept.iterdir():
-            if src.name in results_module.RUN_FILES:
+            if src.name in archive.RUN_FILES:
                 shutil.copyfile(src, tmp / src.name)
             elif src.name != "stages.json":  # hypotheses, scores, bootstraps, decoding logs
                 shutil.copyfile(src, gen / src.name)
@@ -555,7 +554,7 @@ def main(argv=None):
               f"(rerun the same command to continue)", file=sys.stderr)
         sys.exit(1)
     if exp.samples and not args.dry_run:
-        results_module.print_samples(exp, exp.samples)
+        report.print_samples(exp, exp.samples)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
     jobs: 2                           # runs at a time ...
     threads: 1                        # ... with this many threads each (the core budget)
     speed:                            # the speed columns from idle-machine benchmarks of every row (optional)
-      train: results/bench_train_cpu.json        # mixer-bench train <this file>
-      decode: results/bench_decode_<name>_cpu.json   # mixer-bench decode DATA --experiment <this file>
+      train: results/bench/bench_train_cpu.json  # mixer-bench train <this file>
+      decode: results/bench/bench_decode_<name>_cpu.json  # mixer-bench decode DATA --experiment <this file>
     models:
       transformer: {arch: mixer_small_attn}
       multinn:
@@ -29,7 +29,7 @@ A model may also set ``data``, ``prepare``, ``generate``, ``score``, ``paper`` (
 paper's figure for that row, shown beside ours), ``note`` and ``claims``: the paper's
 orderings for that row, each ``"> other"``, ``"< other"`` or ``"~ other"`` (better than,
 worse than, about equal to another model of the file), which the results mark
-confirmed, refuted or inconclusive (``results.verdict``).  Flags are a string
+confirmed, refuted or inconclusive (``claims.verdict``).  Flags are a string
 (split as a shell would) or a list.  ``kind: classification`` trains
 ``--task sentence_prediction`` models and scores test accuracy with fairseq-validate.
 Every unknown key is an error that names the file and the key.

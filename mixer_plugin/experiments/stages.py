@@ -152,7 +152,7 @@ def ngpu() -> int:
 # faults its buffers in again, page by page.  A fixed 32 MiB mmap threshold (glibc's
 # maximum) and no trimming keep the freed blocks for the next step: 3.3x fewer page
 # faults and kernel time for the CPU-size transformer, 1.05-1.18x its training speed,
-# and 1.4x multiNN's (results/bench_allocator_cpu.md).  Set in the environment of every
+# and 1.4x multiNN's (results/bench/bench_allocator_cpu.md).  Set in the environment of every
 # command the runner starts; a value the user exported wins.
 ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
                  "MALLOC_TOP_PAD_": str(256 << 20)}

@@ -57,7 +57,7 @@ def append_rows(cached: Optional[Tensor], new: Tensor) -> Tensor:
 
     ``torch.cat`` copies all S cached rows at every step, O(L^2) over an output of L
     tokens, and at long outputs that copy cost more than the attention itself
-    (results/bench_decode_ops_cpu_cat.md).  Here the cache is the prefix of a larger buffer:
+    (results/bench/bench_decode_ops_cpu_cat.md).  Here the cache is the prefix of a larger buffer:
     the step's rows are written into the spare rows after it, and only a full buffer is
     copied, into one twice the size.  Every cache this writes into was allocated here
     (or by :func:`reorder_rows`), so the spare rows belong to no other tensor; under

@@ -1,0 +1,84 @@
+"""The rule that marks a paper's claim confirmed, refuted or inconclusive: pure functions
+over scores and p-values, nothing read or written.
+
+The protocol (docs/leaderboard.md, "Claims"), fixed before the runs:
+
+Each row carries the paper's claims for it as orderings against another row: better than
+(``>``), worse than (``<``) or about equal to (``~``).  Each is judged on one metric
+(:func:`claim_metric`: ROUGE-L where the experiment scores ROUGE, else BLEU, else its first
+metric), from the two rows' scores over their seeds and the paired bootstrap's p-value of
+their first seeds (each row's first listed seed: the test chosen before the results).
+
+* The gap is the difference of the two rows' means over their seeds (a row of one seed: its
+  score).
+* It is *significant* when p < ``ALPHA`` and the gap exceeds the larger of the two rows' seed
+  standard deviations, where either row has several seeds (a gap one seed's luck can
+  produce is not evidence), and the experiment's rerun floor (``score.noise_floor``: what
+  two runs of one command and seed differed by, 0.41 BLEU in the leaderboard).
+* ``>`` / ``<``: **confirmed** when significant in the claimed direction, **refuted** when
+  significant the other way, else **inconclusive**.
+* ``~``: **refuted** when significant, **confirmed** when not and the gap is within
+  ``EQUAL_MARGIN`` points, else **inconclusive** (too noisy to call the rows equal or not).
+
+Two amendments, both made before the rows they could change had results: a one-seed row is
+compared with the other row's mean and judged against that row's seed spread
+(2026-11-23), and the rerun floor (2026-11-24).  docs/leaderboard.md tells both.
+"""
+
+import statistics
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+ALPHA = 0.05  # the paired bootstrap's significance level
+EQUAL_MARGIN = 1.0  # points of the claim's metric within which two rows count as equal
+RELATIONS = {">": "better than", "<": "worse than", "~": "about equal to"}
+
+
+def claim_metric(metrics: Sequence[str]) -> str:
+    """The metric a claim is judged on, of an experiment's ``score.metrics``: ROUGE-L where
+    it scores ROUGE, else BLEU where it scores BLEU (sacrebleu's, even where tokenized BLEU
+    is listed too), else its first metric (accuracy for classification)."""
+    if {"rouge", "rougeL"} & set(metrics):
+        return "rougeL"
+    return "bleu" if "bleu" in metrics else metrics[0]
+
+
+def verdict(relation: str, delta: float, p: float, spread: Optional[float] = None) -> str:
+    """A claim's verdict.  ``delta``: this row's mean minus the other's; ``p``: the paired
+    bootstrap of the first seeds; ``spread``: the least gap that counts (the larger seed
+    standard deviation and the rerun floor; None when there is neither)."""
+    if relation not in RELATIONS:
+        raise ValueError(f"a claim's relation is one of {', '.join(RELATIONS)}, not {relation!r}")
+    significant = p < ALPHA and (spread is None or abs(delta) > spread)
+    if relation == "~":
+        if significant:
+            return "refuted"
+        return "confirmed" if abs(delta) <= EQUAL_MARGIN else "inconclusive"
+    if not significant:
+        return "inconclusive"
+    return "confirmed" if (delta > 0) == (relation == ">") else "refuted"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    delta: float  # mean of this row's seeds minus the other's
+    p: float
+    spread: Optional[float]  # the larger seed standard deviation of the two rows (None: one seed each)
+    floor: float  # the rerun floor the gap had to exceed (0: none)
+    seeds: tuple  # (this row's seeds, the other's)
+
+
+def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: float,
+          floor: float = 0.0) -> Judgement:
+    """A claim of a row whose seeds scored ``mine`` against a row whose seeds scored
+    ``theirs``: means against means, and the seed spread of whichever row has seeds (a
+    one-seed row against the three-seed transformer is judged against the transformer's
+    mean and spread, not against whichever of its seeds happens to be the first)."""
+    if not mine or not theirs:
+        raise ValueError("a claim needs a score of each row")
+    delta = statistics.mean(mine) - statistics.mean(theirs)
+    spreads = [statistics.stdev(s) for s in (mine, theirs) if len(s) > 1]
+    least = max([*spreads, floor]) if spreads or floor else None
+    return Judgement(verdict(relation, delta, p, least), delta, p, max(spreads) if spreads else None, floor,
+                     (len(mine), len(theirs)))

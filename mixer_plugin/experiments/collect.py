@@ -1,0 +1,269 @@
+"""An experiment's runs, read from their folders: what each training log says, the scores
+of each seed, decoding speed, the benchmarks named under ``speed:``, and the paired
+bootstraps (each model's first seed against its baseline's and against the other row of
+each of its claims, every later seed against the baseline's run of the same seed, and a
+baseline's later seeds against its first), cached beside the hypotheses they test.
+
+:func:`collect` gives one :class:`ModelResult` per model; :func:`run_bootstraps` adds the
+p-values to them.  ``claims`` judges them, ``report`` writes them, ``archive`` keeps each
+run's small outputs.
+"""
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from .. import scoring
+from ..data.prep import atomic_path
+from ..paths import CHECKOUT, shown
+from .spec import Experiment, Model
+from .stages import data_root, flag_value, prep_manifest, run_dir, shell
+
+# the metrics a results table shows, by the key the scorer gives them, and their names
+PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
+           "rouge2": "R-2", "rougeL": "R-L", "accuracy": "accuracy"}
+_KV = re.compile(r"(\w+)=([-\d.e+]+)")
+
+
+# ------------------------------------------------------------------ logs
+def parse_train_log(path: Path) -> dict:
+    """What a fairseq-train log says: params, train_inner and valid points (a resumed
+    run's log holds several trainings one after another; later points win)."""
+    out = {"params": None, "train": {}, "valid": {}}
+    if not path.is_file():
+        return {"params": None, "train": [], "valid": [], "last_update": 0}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = re.search(r"num\. (?:shared )?model params: ([\d,]+)", line)
+        if m and out["params"] is None:
+            out["params"] = int(m.group(1).replace(",", ""))
+        if "| train_inner |" in line:
+            kv = {k: float(v) for k, v in _KV.findall(line)}
+            if "num_updates" in kv:
+                out["train"][int(kv["num_updates"])] = kv
+        elif "| valid on" in line:
+            kv = {k: float(v) for k, v in re.findall(r"(\w+) ([-\d.e+]+)", line.split("|", 3)[-1])}
+            if "num_updates" in kv:
+                out["valid"][int(kv["num_updates"])] = kv
+    train = [out["train"][k] for k in sorted(out["train"])]
+    valid = [out["valid"][k] for k in sorted(out["valid"])]
+    last = int(max([p["num_updates"] for p in train + valid], default=0))
+    return {"params": out["params"], "train": train, "valid": valid, "last_update": last}
+
+
+def decode_speed(path: Path) -> Optional[float]:
+    """sentences/s that fairseq-generate reports for the decoding it timed."""
+    if not path.is_file():
+        return None
+    m = re.findall(r"Translated [\d,]+ sentences .* \(([\d.]+) sentences/s", path.read_text(errors="replace"))
+    return float(m[-1]) if m else None
+
+
+def test_accuracy(path: Path) -> Optional[float]:
+    if not path.is_file():
+        return None
+    m = re.findall(r"valid on '\w+' subset .*\| accuracy ([\d.]+)", path.read_text(errors="replace"))
+    return float(m[-1]) if m else None
+
+
+def bench_speeds(exp: Experiment) -> Dict[str, dict]:
+    """The benchmarks named under ``speed:``, read where they exist: kind (train / decode)
+    -> {"meta": the run's meta, "rows": model -> its row}.  A decoding benchmark times
+    several (L, beam): each model's row is the shortest L at the experiment's beam (its
+    first beam when the experiment sets none)."""
+    out = {}
+    for kind, path in exp.speed.items():
+        path = path if path.is_absolute() else CHECKOUT / path
+        if not path.is_file():
+            continue
+        payload = json.loads(path.read_text())
+        rows = payload["rows"]
+        if kind == "decode":
+            flags = next(iter(exp.models.values())).generate.flags
+            beam = int(flag_value(flags, "--beam") or rows[0]["beam"])
+            rows = sorted((r for r in rows if r["beam"] == beam), key=lambda r: r["L"])
+        picked = {}
+        for r in rows:
+            picked.setdefault(r["model"], r)
+        out[kind] = {"meta": payload["meta"], "rows": picked, "path": path}
+    return out
+
+
+# ------------------------------------------------------------------ runs
+@dataclass
+class ModelResult:
+    model: Model
+    runs: List[Path]  # finished run folders, one per seed
+    logs: List[dict]
+    scores: List[dict]  # score.json of each run (translation) / {"accuracy": x}
+    decode: List[Optional[float]]
+    distinct: List[Tuple[int, int]] = field(default_factory=list)  # (distinct, all) hypotheses per seed
+    extra: Dict = field(default_factory=dict)  # seeds statistics, bootstrap
+
+    @property
+    def log(self) -> dict:
+        return self.logs[0] if self.logs else {"params": None, "train": [], "valid": [], "last_update": 0}
+
+    def wps(self) -> Optional[float]:
+        """Training words/s: the median of fairseq's per-interval figures over every seed's log.
+        The median, because an interval that holds a validation, a checkpoint save or a resume
+        reads several times lower than the rest, and a mean of one seed's intervals let such
+        outliers and a busy hour decide the column (the leaderboard's transformer read 1,009
+        words/s on seed 1, which shared the machine with the test suite, and 1,767 on seed 2)."""
+        pts = [p["wps"] for log in self.logs for p in log["train"] if "wps" in p]
+        return statistics.median(pts) if pts else None
+
+
+def collect(exp: Experiment) -> List[ModelResult]:
+    out = []
+    for m in exp.models.values():
+        src = exp.models[m.decode_of] if m.decode_of else m
+        runs, logs, scores, decode, distinct = [], [], [], [], []
+        for seed in m.seeds:
+            run = run_dir(exp, m, seed)
+            gen = run / f"gen-{m.generate.subset}"
+            if exp.kind == "classification":
+                acc = test_accuracy(gen / "validate.log")
+                if acc is None:
+                    continue
+                scores.append({"accuracy": acc})
+            else:
+                if not (gen / "score.json").is_file():
+                    continue
+                scores.append(json.loads((gen / "score.json").read_text()))
+                decode.append(decode_speed(gen / "generate.err"))  # fairseq-generate's log
+                if summarizes(m):  # the only tables that show the count
+                    hyps = (gen / "hyp.txt").read_text(encoding="utf-8").splitlines()
+                    distinct.append((len(set(hyps)), len(hyps)))
+            runs.append(run)
+            logs.append(parse_train_log(run_dir(exp, src, seed) / "train.log"))
+        out.append(ModelResult(m, runs, logs, scores, decode, distinct))
+    return out
+
+
+def keys(exp: Experiment, m: Model) -> List[str]:
+    out = []
+    for metric in m.score.metrics:
+        out += ["rouge1", "rouge2", "rougeL"] if metric == "rouge" else [metric]
+    if m.score.tokenized and "tok_bleu" not in out:
+        out.insert(0, "tok_bleu")
+    return [k for k in out if k in PRIMARY]
+
+
+def summarizes(m: Model) -> bool:
+    return "rouge" in m.score.metrics
+
+
+def seed_stats(r: ModelResult, key: str):
+    values = [s[key] for s in r.scores if key in s]
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0], None, values
+    return statistics.mean(values), statistics.stdev(values), values
+
+
+def first_run(r: ModelResult) -> Optional[int]:
+    """The index in ``r.runs`` of the model's first seed (the first it lists), None until
+    that run has finished.  The p-values and claims compare first seeds; another seed
+    standing in for a missing one (a baseline seed being trained again) would change the
+    comparison without a word."""
+    names = [run.name for run in r.runs]
+    first = f"seed{r.model.seeds[0]}"
+    return names.index(first) if first in names else None
+
+
+# ------------------------------------------------------------ bootstraps
+def run_bootstraps(exp: Experiment, results: List[ModelResult]):
+    """p-values of each model's first seed against the baseline's (mixer-score's test),
+    and against the other row of each of its claims; and of every later seed against the
+    baseline's run of the same seed, shown seed by seed beside the claims (which stay on
+    the first seeds, the rule fixed before the runs); and of a baseline's later seeds
+    against its first (own_seeds)."""
+    by_name = {r.model.name: r for r in results}
+    for r in results:
+        base = by_name.get(r.model.score.baseline)
+        if exp.kind != "classification" and base is r:
+            own_seeds(r)
+        if exp.kind == "classification" or base is None or base is r or not r.runs or not base.runs:
+            continue
+        i, j = first_run(r), first_run(base)
+        if i is not None and j is not None:
+            r.extra["bootstrap"], r.extra["bootstrap_command"] = paired_bootstrap(r, base, "bootstrap.json", i, j)
+        # seed by seed: each run against the baseline's run of the same seed.  The first
+        # seeds' test above is one of these only when both rows list the same first seed;
+        # otherwise that run's same-seed test gets a file of its own
+        pairs = {}
+        base_runs = {run.name: k for k, run in enumerate(base.runs)}
+        for k, run in enumerate(r.runs):
+            if run.name not in base_runs:
+                continue
+            if k == i and base_runs[run.name] == j:
+                pairs[run.name] = r.extra["bootstrap"]
+            else:
+                name = "bootstrap.json" if k != i else "bootstrap-same-seed.json"
+                pairs[run.name] = paired_bootstrap(r, base, name, k, base_runs[run.name])[0]
+        r.extra["seed_pairs"] = pairs
+    for r in results:
+        for claim in r.model.claims:
+            other = by_name[claim.other]
+            i, j = first_run(r), first_run(other)
+            if i is None or j is None:
+                continue
+            if other.model.name == r.model.score.baseline:
+                boot = r.extra["bootstrap"]
+            else:
+                boot, _ = paired_bootstrap(r, other, f"bootstrap-vs-{other.model.name}.json", i, j)
+            r.extra.setdefault("claims", {})[claim] = boot
+
+
+def own_seeds(base: ModelResult):
+    """Each later seed of a baseline against its first seed: two runs that differ only in
+    their seed, under the test the claims' p is.  Where that reads p < 0.05 (the
+    summarization transformer's seeds 1 and 2: +1.13 R-L, p 0.002), a one-seed row's p
+    says nothing of its recipe."""
+    j = first_run(base)
+    if j is None:
+        return
+    base.extra["own_seeds"] = {run.name: paired_bootstrap(base, base, "bootstrap-vs-first-seed.json", k, j)[0]
+                               for k, run in enumerate(base.runs) if k != j}
+
+
+def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0):
+    """The paired bootstrap (``scoring.bootstrap``) of r's run ``run`` (default: its first
+    seed) against other's run ``other_run``, cached in r's generation folder while it is the
+    same test: against the same model and seed, on the same metrics, and neither hypothesis
+    file changed since.  Also the ``mixer-score`` command that gives the same test."""
+    root = data_root(r.model.data, r.model.prepare)
+    prep = prep_manifest(root)
+    subset = r.model.generate.subset
+    gen, other_gen = r.runs[run] / f"gen-{subset}", other.runs[other_run] / f"gen-{subset}"
+    ref = root / prep["references"][subset]["detok"]
+    metrics = [m for m in r.model.score.metrics if m in ("bleu", "chrf", "ter", "rouge", "rougeL")]
+    hyp, base, cached = gen / "hyp.txt", other_gen / "hyp.txt", gen / name
+    argv = [str(hyp), str(ref), "--metrics", ",".join(metrics), "--baseline", str(base), "--json", str(cached)]
+    if not cache_holds(cached, base, [hyp], ",".join(metrics)):
+        lines = [scoring.read_lines(p, what) for p, what in ((hyp, "hypothesis"), (base, "baseline"),
+                                                             (ref, "reference"))]
+        record = {"hyp": shown(hyp), "ref": shown(ref), "metrics": metrics, "baseline": shown(base),
+                  "bootstrap": scoring.bootstrap(*lines, metrics)}
+        with atomic_path(cached) as tmp:
+            tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return json.loads(cached.read_text()).get("bootstrap", {}), "mixer-score " + shell(argv)
+
+
+def cache_holds(cached: Path, baseline: Path, hyps: List[Path], metrics: str) -> bool:
+    """Whether a cached bootstrap is the test asked for.  The baseline is compared by its
+    last four path parts (<model>/seed<N>/gen-<subset>/hyp.txt), which name the same run on
+    any machine (a committed cache comes back with another machine's absolute paths)."""
+    if not cached.is_file():
+        return False
+    try:
+        rec = json.loads(cached.read_text())
+    except ValueError:
+        return False
+    return (Path(rec.get("baseline", "")).parts[-4:] == baseline.parts[-4:]
+            and rec.get("metrics") == metrics.split(",")
+            and cached.stat().st_mtime >= max(p.stat().st_mtime for p in [baseline, *hyps]))

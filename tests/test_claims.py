@@ -1,0 +1,59 @@
+"""The claims rule (mixer_plugin/experiments/claims.py): pure functions, so every case is
+a line of numbers.  How a verdict is shown in a results table is tested with the report
+(tests/test_experiments.py)."""
+
+import pytest
+
+from mixer_plugin.experiments.claims import EQUAL_MARGIN, claim_metric, judge, verdict
+
+VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
+    (">", 1.5, 0.01, None, "confirmed"), (">", -1.5, 0.01, None, "refuted"), (">", 1.5, 0.2, None, "inconclusive"),
+    ("<", -0.8, 0.001, None, "confirmed"), ("<", 0.8, 0.001, None, "refuted"),
+    (">", 0.4, 0.01, 0.6, "inconclusive"),  # significant on one seed, but within the seeds' spread
+    (">", 0.9, 0.01, 0.6, "confirmed"),
+    ("~", 0.3, 0.4, None, "confirmed"), ("~", -1.2, 0.01, None, "refuted"),
+    ("~", 1.6, 0.08, None, "inconclusive"),  # not significant, but too far apart to call equal
+]
+
+
+@pytest.mark.parametrize("relation,delta,p,spread,expected", VERDICTS)
+def test_claim_verdicts(relation, delta, p, spread, expected):
+    assert verdict(relation, delta, p, spread) == expected
+
+
+def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
+    """The leaderboard's case (the first amendment): against the transformer's first seed
+    alone (26.34, the best of 25.82 and 25.67) a row at 25.72 read significantly worse (p
+    0.006); against the mean (25.94) and the seed spread (0.35) the gap is noise."""
+    j = judge(">", [25.72], [26.34, 25.82, 25.67], 0.006)
+    assert j.verdict == "inconclusive" and j.seeds == (1, 3)
+    assert j.delta == pytest.approx(-0.22, abs=0.005) and j.spread == pytest.approx(0.35, abs=0.005)
+    assert judge(">", [24.9], [26.34, 25.82, 25.67], 0.006).verdict == "refuted"
+
+
+def test_the_rerun_floor_is_the_least_gap_that_counts():
+    """The second amendment: a gap within what a rerun of one command and seed moved (0.41
+    BLEU) is no evidence, whatever the bootstrap says; with one seed each, the floor alone."""
+    rows = ([25.45], [25.93, 25.82, 25.67], 0.01)
+    assert judge("<", *rows).verdict == "confirmed"  # -0.36, beyond the spread 0.13
+    assert judge("<", *rows, floor=0.41).verdict == "inconclusive"
+    assert judge("<", [25.45], [26.0], 0.01, floor=0.41).verdict == "confirmed"  # -0.55
+    assert judge("<", [25.45], [26.0], 0.01).spread is None
+
+
+def test_equal_means_within_the_margin():
+    assert judge("~", [26.0, 26.2], [26.1 + EQUAL_MARGIN - 0.1], 0.3).verdict == "confirmed"
+    assert judge("~", [26.0, 26.2], [26.1 + EQUAL_MARGIN + 0.1], 0.3).verdict == "inconclusive"
+
+
+def test_the_claim_metric():
+    assert claim_metric(["rouge", "bleu"]) == "rougeL"
+    assert claim_metric(["tok_bleu", "bleu", "chrf"]) == "bleu"
+    assert claim_metric(["accuracy"]) == "accuracy"
+
+
+def test_bad_input_is_an_error():
+    with pytest.raises(ValueError, match="relation"):
+        verdict("=", 1.0, 0.01)
+    with pytest.raises(ValueError, match="a score of each row"):
+        judge(">", [], [26.0], 0.01)
