@@ -48,7 +48,10 @@ REPO = Path(__file__).resolve().parents[1]
 POINTS = ("prepare", "train", "average", "generate", "score", "results", "commit")
 STAGES = POINTS[:5]
 SURVIVAL = 5.0  # seconds a killed runner's processes may take to go
-PAUSE = 0.02  # seconds before each file copy and git command of a driven runner
+PAUSE = 0.02  # seconds before each git command of a driven runner
+# seconds before each file copy: a run's kept copy is its record and one copied file (its
+# hypotheses), so the copy stands for the whole in-between of the results write
+COPY_PAUSE = 0.1
 
 TRAIN = ("--share-all-embeddings --optimizer adam --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 4 "
          "--max-tokens 2000 --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --no-epoch-checkpoints "
@@ -75,7 +78,7 @@ def drive(argv: List[str]):
         return git(repo, *args)
 
     def paused_copy(src, dst, **kw):
-        time.sleep(PAUSE)
+        time.sleep(COPY_PAUSE)
         return copyfile(src, dst, **kw)
 
     runner.Runner._write_results = announced_write
@@ -264,8 +267,8 @@ class Campaign:
             "valid curve": [(p["num_updates"], p["loss"]) for p in parse_train_log(self.run / "train.log")["valid"]],
             "table row": {n: c.strip() for n, c in zip(names, cells) if n not in ("train wps", "decode sent/s")},
             "kept hyp.txt": (kept / "hyp.txt").read_bytes(),
-            "kept score": {k: json.loads((kept / "score.json").read_text())[k] for k in ("bleu", "chrf")},
-            "kept stages": sorted(json.loads((kept / "stages.json").read_text())),
+            "kept score": {k: json.loads((kept / "run.json").read_text())["scores"][k] for k in ("bleu", "chrf")},
+            "kept stages": sorted(json.loads((kept / "run.json").read_text())["stages"]),
             "uncommitted": git_status,
             "leftovers": self.leftovers(),
         }

@@ -110,27 +110,34 @@ def test_results_table_commands_and_kept_outputs(finished):
     # every seed of a several-seed row against the baseline's same seed, its own bootstrap each
     pairs = re.findall(r"^\| `attn_decoded_hard` \| (\d) \| [\d.]+ \| [\d.]+ \| [-+][\d.]+ \| (\d\.\d{3}) \|$", md, re.M)
     assert [seed for seed, _ in pairs] == ["1", "2"], md
-    kept_pair = tmp / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed2" / "bootstrap.json"
-    assert json.loads(kept_pair.read_text())["baseline"].endswith("attn/seed2/gen-test/hyp.txt")
+    pair = tmp / "work" / "tiny" / "attn_decoded_hard" / "seed2" / "gen-test" / "bootstrap.json"
+    assert json.loads(pair.read_text())["baseline"].endswith("attn/seed2/gen-test/hyp.txt")
     # every stage's stock command, copyable
     assert re.search(r"- train: `python -m fairseq_cli.train \S+ --user-dir mixer_plugin --task translation", md)
     assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", table["ngram"]), "decode sent/s from fairseq-generate's log"
     assert "--model-overrides" in md and "mixer_plugin.scoring" in md and "mixer_plugin.data.postprocess" in md
-    kept = tmp / "results" / "tiny" / "runs" / "attn" / "seed2"
-    assert {"train.log", "hyp.txt", "score.json", "stages.json"} <= {p.name for p in kept.iterdir()}
-    kept = tmp / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed1"
-    assert {"bootstrap.json", "bootstrap-vs-ngram.json"} <= {p.name for p in kept.iterdir()}
-    assert not list((tmp / "results").rglob("*.pt")), "never checkpoints"
+    # each run kept as its record and hypotheses: nothing else, and no path of this machine
+    for kept in (tmp / "results" / "tiny" / "runs").glob("*/seed*"):
+        assert {p.name for p in kept.iterdir()} == {"run.json", "hyp.txt"}, kept
+        record = (kept / "run.json").read_text()
+        assert str(tmp) not in record and str(E2E_REPO) not in record and sys.executable not in record
+    record = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "run.json").read_text())
+    assert record["params"] and record["valid"] and "bleu" in record["scores"] and record["decode_speed"]
+    assert record["stages"]["train"]["commands"][0][:3] == ["python", "-m", "fairseq_cli.train"]
+    assert "<work>/tiny/attn/seed2" in record["stages"]["train"]["commands"][0]
+    decoded = json.loads((tmp / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed1" / "run.json").read_text())
+    assert decoded["valid"] == json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed1" / "run.json")
+                                          .read_text())["valid"]  # the training it decodes
     assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
 
 
 def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
-    """One command and seed trains differently on another CPU (docs/leaderboard.md, "One
+    """One command and seed trains differently on another CPU (docs/leaderboard_findings.md, "One
     command, two machines"), so each committed stamp says what it ran on."""
     from mixer_plugin.experiments.stages import machine
 
     tmp, _, _ = finished
-    stamps = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "stages.json").read_text())
+    stamps = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "run.json").read_text())["stages"]
     assert {"train", "average", "generate", "score"} <= set(stamps)
     for stamp in stamps.values():
         assert stamp["machine"] == machine()
@@ -625,6 +632,18 @@ def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):
     assert kept_baseline(run) == "C/seed1"
 
 
+def commit_record(kept: Path, chain, **stamp):
+    """A committed run's record as the archive writes it, holding ``chain``'s commands as they
+    read on any machine (``stages.portable``)."""
+    from mixer_plugin.experiments import stages
+
+    kept.mkdir(parents=True, exist_ok=True)
+    checkout, work = str(stages.PLUGIN.parent), str(stages.WORK)  # (the fixtures' work/)
+    record = {s.name: {"commands": [stages.portable(argv, checkout, work) for argv in s.commands], **stamp}
+              for s in chain}
+    (kept / "run.json").write_text(json.dumps({"stages": record, "scores": {"bleu": 1.0}}, indent=1) + "\n")
+
+
 def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     """A committed decode records its own commands, which do not show the training it
     decoded: once that training's flags change, the decode must run again, not come back
@@ -640,9 +659,7 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     exp.path.write_text(yaml.safe_dump(raw))
     exp = spec.load(exp.path)
     for label, chain in runner.Runner(exp, 1, 1).chains():  # both committed with today's commands
-        kept = archive.kept_runs(exp) / label
-        kept.mkdir(parents=True)
-        (kept / "stages.json").write_text(json.dumps({s.name: {"commands": s.commands} for s in chain}))
+        commit_record(archive.kept_runs(exp) / label, chain)
     dry = runner.Runner(exp, 1, 1, dry_run=True)
     assert dry.restore(dry.chains()) == {"A/seed1", "A_hard/seed1"}
     raw["models"]["A"]["train"] = "--dropout 0.3"
@@ -700,8 +717,8 @@ def test_commands_name_the_interpreter_one_way(tmp_path, monkeypatch):
 def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     """A restore copies a committed run into work/ file by file.  Cut short (a kill, a
     full disk), it left a folder without its restored.json marker, which the next start
-    took for a run this machine trained: the training ran again there and appended to the
-    half-copied train.log.  The folder appears whole or not at all."""
+    took for a run this machine trained: the training ran again there beside the half-copied
+    files.  The folder appears whole or not at all."""
     from mixer_plugin.experiments import archive, runner, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
@@ -709,10 +726,8 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
     [(label, chain)] = runner.Runner(exp, 1, 1).chains()
     kept = archive.kept_runs(exp) / label
-    kept.mkdir(parents=True)
-    (kept / "stages.json").write_text(json.dumps({s.name: {"commands": s.commands} for s in chain}))
-    for name in ("train.log", "hyp.txt", "score.json"):
-        (kept / name).write_text(f"committed {name}\n")
+    commit_record(kept, chain)
+    (kept / "hyp.txt").write_text("committed hyp.txt\n")
 
     copies = []
 
@@ -730,7 +745,7 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     assert not run.exists(), sorted(p.name for p in run.rglob("*"))
     monkeypatch.setattr(runner.shutil, "copyfile", real_copy)
     assert runner.restore_run(exp, model, 1, chain)  # the next start restores it whole
-    assert (run / "train.log").read_text() == "committed train.log\n"
+    assert json.loads((run / "run.json").read_text()) == json.loads((kept / "run.json").read_text())
     assert (run / "gen-test" / "hyp.txt").read_text() == "committed hyp.txt\n"
     assert (run / ".stages" / "restored.json").is_file()
     assert not [p for p in run.parent.iterdir() if p.name != "seed1"]  # no temporary folder left behind
@@ -828,11 +843,9 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     shutil.rmtree(tmp_path / "work" / "tiny")
     [(label, chain)] = runner.Runner(exp, 1, 1).chains()
     kept = archive.kept_runs(exp) / label
-    kept.mkdir(parents=True)
 
     def commit(version):
-        (kept / "stages.json").write_text(json.dumps(
-            {s.name: {"commands": s.commands, "finished": version} for s in chain}, indent=1) + "\n")
+        commit_record(kept, chain, finished=version)
         (kept / "hyp.txt").write_text(f"{version}\n")
 
     model = spec.load(exp.path).models["A"]

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..experiments.spec import load
-from ..experiments.stages import command_env, data_root, drop_flag, prep_manifest, train_command
+from ..experiments.stages import command_env, data_root, drop_flag, prep_manifest, shell, train_command
 from . import mixers
 from .common import RESULTS, command_line, write_outputs
 
@@ -98,7 +98,9 @@ def main(argv=None):
                 cmd = train_command(exp, m, 1, root, save)
                 cmd = drop_flag(cmd, "--max-update") + ["--max-update", str(args.updates), "--log-interval", "10",
                                                          "--save-interval-updates", "0", "--no-save"]
-                commands[m.name] = cmd
+                # as a user types it on any machine: python, paths relative to the checkout, the
+                # throwaway save folder as $TMPDIR
+                commands[m.name] = shell(cmd).replace(tmp, "$TMPDIR")
                 speeds[m.name].append(train_wps(cmd, env))
                 print(f"round {r + 1} {m.name:28s} {speeds[m.name][-1]:9.0f} words/s", flush=True)
     base = statistics.median(speeds[models[0].name])
@@ -127,7 +129,7 @@ def main(argv=None):
         lr = f"{r['layer_ratio']:.2f}x" if r["layer_ratio"] else ""
         lines.append(f"| `{r['model']}` | {r['wps']:,.0f} | {r['speedup']:.2f}x | "
                      f"{', '.join(f'{x:,.0f}' for x in r['rounds'])} | {lr} |")
-    lines += ["", f"One command in full: `{' '.join(map(str, commands[models[0].name]))}`", ""]
+    lines += ["", f"One command in full: `{commands[models[0].name]}`", ""]
     out_md = args.md or str(RESULTS / "bench_train_cpu.md")
     write_outputs(out_md, args.json or str(Path(out_md).with_suffix(".json")), "\n".join(lines),
                   {"meta": meta, "rows": rows})

@@ -20,7 +20,7 @@ from .. import scoring
 from ..data.prep import atomic_path
 from ..paths import CHECKOUT, shown
 from .spec import Experiment, Model
-from .stages import data_root, flag_value, prep_manifest, run_dir, shell
+from .stages import PLUGIN, data_root, flag_value, portable, prep_manifest, run_dir, shell
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
 PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
@@ -101,6 +101,7 @@ class ModelResult:
     decode: List[Optional[float]]
     distinct: List[Tuple[int, int]] = field(default_factory=list)  # (distinct, all) hypotheses per seed
     extra: Dict = field(default_factory=dict)  # seeds statistics, bootstrap
+    records: List[dict] = field(default_factory=list)  # run_record of each run
 
     @property
     def log(self) -> dict:
@@ -116,30 +117,80 @@ class ModelResult:
         return statistics.median(pts) if pts else None
 
 
+RECORD = "run.json"  # a finished run, as ``run_record`` gives it: what is committed of it, with its hypotheses
+# of each train_inner point, what a table or plot reads: the curve, the speed and the step
+TRAIN_KEYS = ("num_updates", "loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "lr", "gnorm")
+
+
+def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
+    """A finished run as one small record, or None while it is not finished: its model and
+    seed, parameters, the last update, the training points (``TRAIN_KEYS``) and every
+    validation, the scores (every metric, per source where the data has sources), decoding
+    speed, and each stage's record (its commands relative to the checkout and ``work/``,
+    the machine, the time).  A run restored from its committed copy is that record
+    (``RECORD`` in its folder); one that ran here is read from its logs.  The tables, the
+    plots and the bootstraps need this and the hypotheses, nothing else."""
+    run = run_dir(exp, m, seed)
+    if (run / RECORD).is_file():
+        return json.loads((run / RECORD).read_text(encoding="utf-8"))
+    src = exp.models[m.decode_of] if m.decode_of else m  # a decode's training is the run it decodes
+    return read_record(exp, m, seed, run_dir(exp, src, seed) / "train.log", run / f"gen-{m.generate.subset}",
+                       stage_records(run))
+
+
+def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path, stages: Dict[str, dict]):
+    """``run_record`` from a run's logs: its training log, its decoding folder (scores,
+    fairseq-generate's or fairseq-validate's log) and its stage records; None without scores."""
+    decode = None
+    if exp.kind == "classification":
+        accuracy = test_accuracy(gen / "validate.log")
+        if accuracy is None:
+            return None
+        scores = {"accuracy": accuracy}
+    else:
+        if not (gen / "score.json").is_file():
+            return None
+        scores = {k: v for k, v in json.loads((gen / "score.json").read_text()).items() if k not in ("hyp", "ref")}
+        decode = decode_speed(gen / "generate.err")  # fairseq-generate's log
+    log = parse_train_log(train_log)
+    return {"experiment": exp.name, "model": m.name, "seed": seed, "params": log["params"],
+            "last_update": log["last_update"],
+            "train": [{k: p[k] for k in TRAIN_KEYS if k in p} for p in log["train"]], "valid": log["valid"],
+            "scores": scores, "decode_speed": decode, "stages": stages}
+
+
+def stage_records(run: Path) -> Dict[str, dict]:
+    """Each finished stage's stamp, its commands as they read on any machine
+    (``stages.portable``)."""
+    roots = (str(PLUGIN.parent), str(run.parents[2]))
+    out = {}
+    for path in sorted((run / ".stages").glob("*.json")):
+        if path.stem.endswith("begun"):
+            continue
+        stamp = json.loads(path.read_text())
+        out[path.stem] = {**stamp, "commands": [portable(argv, *roots) for argv in stamp["commands"]]}
+    return out
+
+
 def collect(exp: Experiment) -> List[ModelResult]:
     out = []
     for m in exp.models.values():
-        src = exp.models[m.decode_of] if m.decode_of else m
-        runs, logs, scores, decode, distinct = [], [], [], [], []
+        runs, logs, scores, decode, distinct, records = [], [], [], [], [], []
         for seed in m.seeds:
+            record = run_record(exp, m, seed)
+            if record is None:
+                continue
             run = run_dir(exp, m, seed)
-            gen = run / f"gen-{m.generate.subset}"
-            if exp.kind == "classification":
-                acc = test_accuracy(gen / "validate.log")
-                if acc is None:
-                    continue
-                scores.append({"accuracy": acc})
-            else:
-                if not (gen / "score.json").is_file():
-                    continue
-                scores.append(json.loads((gen / "score.json").read_text()))
-                decode.append(decode_speed(gen / "generate.err"))  # fairseq-generate's log
-                if summarizes(m):  # the only tables that show the count
-                    hyps = (gen / "hyp.txt").read_text(encoding="utf-8").splitlines()
-                    distinct.append((len(set(hyps)), len(hyps)))
             runs.append(run)
-            logs.append(parse_train_log(run_dir(exp, src, seed) / "train.log"))
-        out.append(ModelResult(m, runs, logs, scores, decode, distinct))
+            records.append(record)
+            logs.append({k: record[k] for k in ("params", "train", "valid", "last_update")})
+            scores.append(record["scores"])
+            if exp.kind != "classification":
+                decode.append(record["decode_speed"])
+                if summarizes(m):  # the only tables that show the count
+                    hyps = (run / f"gen-{m.generate.subset}" / "hyp.txt").read_text(encoding="utf-8").splitlines()
+                    distinct.append((len(set(hyps)), len(hyps)))
+        out.append(ModelResult(m, runs, logs, scores, decode, distinct, records=records))
     return out
 
 

@@ -299,7 +299,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]
     md += commands(exp, results)
     md += ["", f"{STAMP}{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
-           f"each run's scores, hypotheses, training log and stage records: "
+           f"each run's record (scores, curves, speeds, commands) and hypotheses: "
            f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)"]
     return "\n".join(md) + "\n"
 

@@ -51,8 +51,9 @@ from ..paths import WORK, shown
 from . import archive, guard, report
 from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
-from .stages import (PLUGIN, Stage, StageError, execute, flag_value, ngpu, precision, prepare_stage, run_dir, run_stages,
-                     shell)
+from .collect import RECORD
+from .stages import (PLUGIN, Stage, StageError, execute, flag_value, ngpu, precision, portable, prepare_stage, run_dir,
+                     run_stages, shell)
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
 STOPPING = False  # a SIGINT, SIGTERM or SIGHUP of the runner is stopping it (``stop``)
@@ -415,35 +416,6 @@ def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(["git", *args], 127, "", "git: command not found")
 
 
-def portable(argv: List[str], checkout: str, work: str) -> List[str]:
-    """A command as it reads on any machine: the interpreter as ``python`` and paths
-    under the work folder or the checkout relative to them."""
-    out = []
-    for i, a in enumerate(map(str, argv)):
-        if i == 0:  # wherever the interpreter lives, a virtualenv inside the checkout too
-            a = re.sub(r"^python[\d.]*$", "python", Path(a).name)
-        elif a.startswith(work + "/"):
-            a = "<work>/" + a[len(work) + 1:]
-        elif a.startswith(checkout + "/"):
-            a = "<checkout>/" + a[len(checkout) + 1:]
-        out.append(a)
-    return out
-
-
-def recorded_roots(record: dict, run_suffix: str) -> Optional[Tuple[str, str]]:
-    """(checkout, work) of the machine that wrote a run's stage record: the checkout is
-    the parent of ``--user-dir``, the work folder what precedes <exp>/<model>/seed<N>."""
-    checkout = work = None
-    for argv in (a for rec in record.values() for a in rec.get("commands", [])):
-        for flag, value in zip(argv, argv[1:]):
-            if flag == "--user-dir":
-                checkout = str(Path(value).parent)
-        for a in argv:
-            if f"/{run_suffix}" in str(a):
-                work = str(a)[:str(a).index(f"/{run_suffix}")]
-    return (checkout, work) if checkout and work else None
-
-
 def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
     """Whether (model, seed) is finished: here (a folder restored before) or in its
     committed copy, which is then copied into its run folder (``copy``).  A copy counts
@@ -454,36 +426,31 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     run = run_dir(exp, model, seed)
     marker = run / ".stages" / "restored.json"
     kept = archive.kept_runs(exp) / model.name / f"seed{seed}"
-    committed = kept / "stages.json"
+    committed = kept / RECORD
     if run.exists() and not marker.is_file():
         return False
-    stale = run.exists() and committed.is_file() and json.loads(committed.read_text()) != json.loads(
-        marker.read_text())
-    source = marker if run.exists() and not stale else committed
-    if not source.is_file():
+    committed_stages = json.loads(committed.read_text())["stages"] if committed.is_file() else None
+    stale = run.exists() and committed_stages is not None and committed_stages != json.loads(marker.read_text())
+    stages = json.loads(marker.read_text()) if run.exists() and not stale else committed_stages
+    if stages is None:
         return False
-    record = json.loads(source.read_text())
-    roots = recorded_roots(record, f"{exp.name}/{model.name}/seed{seed}")
     here = (str(PLUGIN.parent), str(run.parents[2]))
-    if roots is None or any(
-            s.name not in record or [portable(a, *roots) for a in record[s.name]["commands"]]
-            != [portable(a, *here) for a in s.commands] for s in chain):
+    if any(s.name not in stages or stages[s.name]["commands"] != [portable(a, *here) for a in s.commands]
+           for s in chain):
         return False
     if (run.exists() and not stale) or not copy:
         return True
     # built in a sibling folder and renamed whole (over a stale copy): a restore cut short
     # must leave no folder, since one without its marker reads as a run this machine
-    # trained (and a training would append to its half-copied train.log)
+    # trained
     with atomic_path(run) as tmp:
         gen = tmp / f"gen-{model.generate.subset}"
         gen.mkdir(parents=True)
-        for src in kept.iterdir():
-            if src.name in archive.RUN_FILES:
-                shutil.copyfile(src, tmp / src.name)
-            elif src.name != "stages.json":  # hypotheses, scores, bootstraps, decoding logs
-                shutil.copyfile(src, gen / src.name)
+        shutil.copyfile(committed, tmp / RECORD)  # what the results read of a restored run
+        if (kept / "hyp.txt").is_file():  # (a classification run has none)
+            shutil.copyfile(kept / "hyp.txt", gen / "hyp.txt")
         (tmp / ".stages").mkdir()
-        (tmp / ".stages" / marker.name).write_text(json.dumps(record, indent=1) + "\n")
+        (tmp / ".stages" / marker.name).write_text(json.dumps(stages, indent=1) + "\n")
     return True
 
 

@@ -25,6 +25,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -99,6 +100,21 @@ def flag_value(argv: List[str], flag: str) -> Optional[str]:
         elif a is not None and a.startswith(flag + "="):
             value = a[len(flag) + 1:]
     return value
+
+
+def portable(argv: List[str], checkout: str, work: str) -> List[str]:
+    """A command as it reads on any machine: the interpreter as ``python`` and paths
+    under the work folder or the checkout relative to them."""
+    out = []
+    for i, a in enumerate(map(str, argv)):
+        if i == 0:  # wherever the interpreter lives, a virtualenv inside the checkout too
+            a = re.sub(r"^python[\d.]*$", "python", Path(a).name)
+        elif a.startswith(work + "/"):
+            a = "<work>/" + a[len(work) + 1:]
+        elif a.startswith(checkout + "/"):
+            a = "<checkout>/" + a[len(checkout) + 1:]
+        out.append(a)
+    return out
 
 
 def shell(argv: List[str]) -> str:
@@ -298,7 +314,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
 def machine() -> Dict[str, object]:
     """What a stage ran on, for its stamp: the CPU model, the cores, torch's version and the
     GPUs.  Another CPU or library adds floats in another order, so one command with one seed
-    trains differently there (docs/leaderboard.md, "One command, two machines"): the stamp
+    trains differently there (docs/leaderboard_findings.md, "One command, two machines"): the stamp
     tells which committed runs can be expected to match bit for bit."""
     try:
         info = Path("/proc/cpuinfo").read_text()

@@ -1,0 +1,103 @@
+"""The README's numbers, generated from the committed run records (``results/<name>/runs/``,
+``collect.run_record``), so that a figure is typed nowhere by hand.  Each generated block of
+README.md sits between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``; the text
+around the blocks is written by hand and quotes no figure a block shows.
+
+    python -m mixer_plugin.experiments.readme           # rewrite the blocks
+    python -m mixer_plugin.experiments.readme --check   # exit 1 when README.md is stale
+
+The p-values and the verdicts on the papers' claims need the bootstrap over the test set's
+references, so they stay in the results tables the blocks link to.
+"""
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Callable, Dict, List
+
+from ..paths import CHECKOUT
+from .spec import Experiment, load
+
+README = CHECKOUT / "README.md"
+BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+
+def records(exp: Experiment) -> Dict[str, List[dict]]:
+    """model -> the committed records of its seeds, in the order the file lists them."""
+    runs = CHECKOUT / "results" / exp.name / "runs"
+    out = {}
+    for m in exp.models.values():
+        found = [json.loads(p.read_text(encoding="utf-8")) for seed in m.seeds
+                 if (p := runs / m.name / f"seed{seed}" / "run.json").is_file()]
+        if found:
+            out[m.name] = found
+    return out
+
+
+def mean_sd(values: List[float], digits: int = 2) -> str:
+    """One seed: its score; several: mean ± sample standard deviation."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def score_table(name: str, metrics: Dict[str, str]) -> str:
+    """Every row of ``experiments/<name>.yaml`` with a finished run: its seeds and scores
+    (``metrics``: record key -> column), and its results file for everything else."""
+    exp = load(CHECKOUT / "experiments" / f"{name}.yaml")
+    lines = ["| row | seeds | " + " | ".join(metrics.values()) + " | valid loss |",
+             "|---|---:|" + "---:|" * len(metrics) + "---:|"]
+    for model, recs in records(exp).items():
+        m = exp.models[model]
+        what = f"`{model}`" + (f": {m.note}" if m.note else "")
+        cells = [mean_sd([r["scores"][k] for r in recs]) for k in metrics]
+        valid = mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3)
+        lines.append(f"| {what} | {len(recs)} | " + " | ".join(cells) + f" | {valid} |")
+    return "\n".join(lines) + "\n"
+
+
+def quickstart() -> str:
+    [record] = records(load(CHECKOUT / "experiments" / "quickstart.yaml"))["multinn"]
+    s = record["scores"]
+    return (f"**{s['bleu']:.2f} BLEU / {s['chrf']:.2f} chrF** after {record['last_update']:,} updates "
+            f"([results/quickstart.md](results/quickstart.md), with what it printed)\n")
+
+
+BLOCKS: Dict[str, Callable[[], str]] = {
+    "quickstart": quickstart,
+    "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
+}
+
+
+def render(text: str) -> str:
+    def block(m):
+        if m.group(2) not in BLOCKS:
+            raise SystemExit(f"readme: README.md has a block nobody generates: {m.group(2)!r}")
+        return m.group(1) + BLOCKS[m.group(2)]() + m.group(4)
+
+    return BLOCK.sub(block, text)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mixer_plugin.experiments.readme", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="exit 1 when README.md differs from what it generates")
+    p.add_argument("--readme", type=Path, default=README)
+    args = p.parse_args(argv)
+    text = args.readme.read_text(encoding="utf-8")
+    fresh = render(text)
+    if args.check:
+        if fresh != text:
+            print(f"readme: {args.readme.name} is stale: python -m mixer_plugin.experiments.readme rewrites it")
+            return 1
+        return 0
+    if fresh != text:
+        args.readme.write_text(fresh, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""What is committed under results/: each finished run as its record and hypotheses, and no
+path of the machine that made anything there."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+# an absolute path: a slash that starts a word (not inside a relative path, a URL or a
+# <checkout>/<work> placeholder), then at least one folder
+ABSOLUTE = re.compile(r"(?<![\w.:/<>~$-])/(?:[\w.+-]+/)+[\w.+-]*")
+# the same on every Linux machine: a tool's path is not the machine's
+SYSTEM = ("/usr/", "/bin/", "/etc/", "/dev/", "/proc/")
+TEXT = (".md", ".json", ".txt", ".log", ".err", ".yaml", ".csv")
+
+
+def committed_text_files():
+    # hypotheses are the models' output: Debian texts name files (/usr/share/doc/...)
+    return sorted(p for p in RESULTS.rglob("*") if p.is_file() and p.suffix in TEXT and p.name != "hyp.txt")
+
+
+def test_no_machine_path_in_a_committed_result():
+    found = {}
+    for path in committed_text_files():
+        paths = [m for m in ABSOLUTE.findall(path.read_text(encoding="utf-8", errors="replace"))
+                 if not m.startswith(SYSTEM)]
+        if paths:
+            found[str(path.relative_to(RESULTS))] = paths[:3]
+    assert not found, f"{len(found)} files name a machine's paths: {dict(list(found.items())[:5])}"
+
+
+def test_the_pattern_finds_machine_paths_and_nothing_else():
+    text = ("`/work/venv/bin/python -m fairseq_cli.train /home/me/mixer/work/data/bin` "
+            "[table](../results/x.md) https://example.org/a/b <work>/leaderboard/x work/data/y "
+            "2/3 sent/s /usr/bin/time $TMPDIR/t_1")
+    assert [m for m in ABSOLUTE.findall(text) if not m.startswith(SYSTEM)] == [
+        "/work/venv/bin/python", "/home/me/mixer/work/data/bin"]
+
+
+def kept_runs():
+    return sorted(p for p in RESULTS.glob("*/runs/*/seed*") if p.is_dir())
+
+
+def test_every_kept_run_is_its_record_and_its_hypotheses():
+    runs = kept_runs()
+    assert len(runs) >= 58
+    for run in runs:
+        assert {p.name for p in run.iterdir()} <= {"run.json", "hyp.txt"}, run
+        record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        assert (record["model"], f"seed{record['seed']}") == (run.parent.name, run.name)
+        assert record["scores"] and record["stages"], run
+        for stage in record["stages"].values():
+            for argv in stage["commands"]:
+                assert argv[0] == "python" or not argv[0].startswith("/"), (run, argv[0])
+
+
+@pytest.mark.parametrize("experiment", sorted({p.parents[2].name for p in kept_runs()}))
+def test_a_record_holds_what_its_table_shows(experiment):
+    """Each committed table's score cells come from its records: the first seed's BLEU (or
+    R-L, or accuracy) of every row with one seed is in the table as it is in run.json."""
+    table = (RESULTS / f"{experiment}.md").read_text(encoding="utf-8")
+    for model in sorted((RESULTS / experiment / "runs").iterdir()):
+        seeds = sorted(model.iterdir())
+        if len(seeds) != 1:
+            continue
+        scores = json.loads((seeds[0] / "run.json").read_text(encoding="utf-8"))["scores"]
+        key = next(k for k in ("rougeL", "bleu", "accuracy") if k in scores)
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{model.name}` |"))
+        assert f" {scores[key]:.2f} " in row, (model.name, key, scores[key], row)
+
+
+def test_the_readme_is_generated_from_the_records():
+    """The README's figures come from the committed run records; an edit by hand, or a
+    record that changed without ``python -m mixer_plugin.experiments.readme``, fails here."""
+    from mixer_plugin.experiments import readme
+
+    text = readme.README.read_text(encoding="utf-8")
+    blocks = readme.BLOCK.findall(text)
+    assert {name for _, name, _, _ in blocks} == set(readme.BLOCKS)
+    assert readme.render(text) == text, "README.md is stale: python -m mixer_plugin.experiments.readme"
+    row = next(line for line in text.splitlines() if line.startswith("| `transformer` |"))
+    tampered = text.replace(row, row.replace("25.81", "25.91"))
+    assert tampered != text and readme.render(tampered) == text
+    assert len(text.splitlines()) <= 180  # a landing page: the rest lives in docs/
