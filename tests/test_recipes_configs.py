@@ -18,7 +18,7 @@ def test_committed_configs_are_in_sync():
 
 def test_every_row_and_dataset_has_a_config_and_a_recipe():
     from mixer_plugin.data.recipes import recipes
-    from mixer_plugin.models.architectures import ARCHITECTURES
+    from mixer_plugin.models.architectures import ARCHITECTURES, PAPERS
 
     have = {p.relative_to(paper_rows.CONFIGS).as_posix() for p in paper_rows.CONFIGS.rglob("*.yaml")}
     prep = recipes()
@@ -28,8 +28,13 @@ def test_every_row_and_dataset_has_a_config_and_a_recipe():
             if spec.rows and data not in paper_rows.CPU_DATA:
                 assert data in paper_rows.RECIPES, f"{arch}: no training recipe for {data}"
                 assert f"{spec.paper}/{arch}.{data}.yaml" in have, (arch, data)
-    for arch, data in list(paper_rows.EXTRA) + list(paper_rows.DECODES):
-        assert arch in ARCHITECTURES and f"{ARCHITECTURES[arch].paper}/{arch}.{data}.yaml" in have
+    for paper in PAPERS.values():  # the rows each paper keeps beside its table
+        for arch, data in [*paper.extra_rows, *paper.decodes]:
+            assert arch in ARCHITECTURES and ARCHITECTURES[arch].paper == paper.key, (paper.key, arch)
+            assert f"{paper.key}/{arch}.{data}.yaml" in have, (arch, data)
+        for data in [*paper.prepare, *paper.recipes]:
+            assert any(data in ARCHITECTURES[a].data for a in ARCHITECTURES if ARCHITECTURES[a].paper == paper.key), \
+                (paper.key, data)  # a dataset the paper's rows run on
 
 
 def commands(name, tmp_path, monkeypatch, **env):

@@ -8,9 +8,10 @@ tables, in ``configs/<paper>/<arch>.<dataset>.yaml``.
 Every ``Arch`` of ``models/architectures`` with its ``rows`` and ``data`` becomes one
 file per dataset: the dataset's training recipe (below, sized by the arch's base),
 its decoding and scoring as the papers report them, and the paper's figures beside the
-model.  Rows that decode another row's checkpoints (hard retrieval Table 4) are extra
-models of that row's file; datasets a row does not list (multiNN's summarization
-appendix) are ``EXTRA``.
+model.  What one paper did its own way is in its module's ``Paper``: its preprocessing
+(``prepare``) and decoding or scoring (``recipes``) of a shared dataset, rows that decode
+another row's checkpoints (``decodes``: extra models of that row's file), and rows on
+datasets their arch does not list (``extra_rows``).  Nothing here names a paper.
 """
 
 import argparse
@@ -23,7 +24,7 @@ from typing import Dict, List, Optional
 
 import yaml
 
-from ..models.architectures import ARCHITECTURES, PAPERS
+from ..models.architectures import ARCHITECTURES, PAPERS, interacting
 from ..paths import CHECKOUT
 
 CONFIGS = CHECKOUT / "configs"
@@ -72,7 +73,7 @@ SUM_GEN_CNN = "--beam 4 --lenpen 2.0 --max-len-b 140 --min-len 55 --no-repeat-ng
 
 BLEU_TOK = {"metrics": ["bleu", "chrf", "ter"], "tokenized": True}  # tokenized, case-sensitive BLEU besides
 BLEU_TOK_SPLIT = {**BLEU_TOK, "compound_split": True}  # WMT en-de (Ott et al., Vaswani et al.)
-IHEAD = {"metrics": ["bleu", "chrf", "ter", "wer", "rougeL"], "tokenized": True}  # multi-bleu, pyter, nlg-eval
+IHEAD = interacting.METRICS  # the interacting-head paper's own scoring (IWSLT16 is its dataset alone)
 ROUGE = {"metrics": ["rouge"]}
 SHARE = "--share-all-embeddings"
 
@@ -94,41 +95,8 @@ RECIPES: Dict[str, Recipe] = {
 for _x in ("de", "fi", "lv", "ru", "tr", "cs", "zh"):
     for _s, _t in (("en", _x), (_x, "en")):
         RECIPES[f"wmt17_{_s}_{_t}"] = Recipe("", WMT_BASE, WMT_GEN, 5, BLEU_TOK)
-# The interacting-head paper's own setting for the WMT17 pairs it shares with others
-IHEAD_WMT17 = dict(generate="--beam 4 --lenpen 0.6 --batch-size 8", average_last=1, score=IHEAD,
-                   note="§4.3 of the interacting-head paper: beam 4, batch 8, length penalty 0.6")
 # the CPU-size rows run the leaderboard's recipe (experiments/leaderboard.yaml)
 CPU_DATA = ("debian_en_de",)
-
-
-def prepare_args(paper: str, data: str) -> str:
-    """How a paper prepared a dataset it shares with others."""
-    if paper == "interacting" and data.startswith("wmt17_"):
-        return "--variant ihead"  # Moses + truecase + sentencepiece BPE, 80k shared / separate for cs (§4.1)
-    if paper == "hard_retrieval" and data == "wmt16_en_de":
-        return "--variant raw --valid newstest2012,newstest2013"  # WMT14 En-De with its own BPE (§4)
-    return ""
-
-
-# ------------------------------------------------------------------ extra rows
-# Table 4 of the hard retrieval paper: a converged model decoded with the other attention
-DECODES = {
-    ("mixer_wmt_hard_none", "wmt16_en_de"): {"decode_hard": (
-        "T4 train Soft / decode Hard (BLEU 26.30)", {"decoder_mixers": "hard", "decoder_cross_mixers": "hard"})},
-    ("mixer_wmt_hard_dec", "wmt16_en_de"): {"decode_soft": (
-        "T4 train Hard / decode Soft (BLEU 27.80)",
-        {"decoder_mixers": "hard:decode=soft", "decoder_cross_mixers": "hard:decode=soft"})},
-}
-# multiNN Table 4 (appendix A): summarization "under the same model size setting as in the
-# machine translation experiment", i.e. the WMT-size rows
-EXTRA = {
-    (arch, data): f"T4 {what} {name} R-1/2/L ({scores})"
-    for arch, what, giga, cnn in (
-        ("mixer_wmt_attn", "self-attention (61M)", "37.80/18.91/34.91", "39.15/17.21/36.43"),
-        ("mixer_wmt_local", "local attention (61M)", "34.72/17.34/31.75", "34.27/14.57/32.24"),
-        ("mixer_wmt_multinn", "multi-head NN (62M)", "37.71/19.02/35.17", "39.04/17.38/36.01"))
-    for data, name, scores in (("gigaword", "headline generation", giga), ("cnn_dm", "CNN/DailyMail", cnn))
-}
 
 
 def experiment(arch: str, data: str, paper_row: str) -> dict:
@@ -137,25 +105,22 @@ def experiment(arch: str, data: str, paper_row: str) -> dict:
         raise SystemExit(f"mixer-configs: error: arch {arch} lists dataset {data!r}, which has no recipe in "
                          f"mixer_plugin/experiments/paper_rows.py RECIPES")
     recipe = RECIPES[data]
-    big = spec.base.endswith("_big") and recipe.big is not None
-    generate = {"subset": "test", "average_last": recipe.big_average_last if big else recipe.average_last,
-                "flags": recipe.generate}
-    score, note, task = dict(recipe.score), recipe.note, recipe.task
-    share = SHARE  # joint vocabulary, all embeddings shared
-    if spec.paper == "interacting" and data.startswith("wmt17_"):
-        generate.update(flags=IHEAD_WMT17["generate"], average_last=IHEAD_WMT17["average_last"])
-        score, note = dict(IHEAD_WMT17["score"]), IHEAD_WMT17["note"]
-        if data == "wmt17_en_cs":
-            share = ""  # separate vocabularies for EN and CS (§4.1)
-    models = {arch: {"arch": arch, "paper": paper_row}}
-    for name, (row, overrides) in DECODES.get((arch, data), {}).items():
-        models[name] = {"decode_of": arch, "overrides": overrides, "paper": row}
     paper = PAPERS[spec.paper]
+    own = paper.recipes.get(data, {})  # where the paper ran this dataset its own way
+    big = spec.base.endswith("_big") and recipe.big is not None
+    generate = {"subset": "test",
+                "average_last": own.get("average_last", recipe.big_average_last if big else recipe.average_last),
+                "flags": own.get("generate", recipe.generate)}
+    score, note, task = dict(own.get("score", recipe.score)), own.get("note", recipe.note), recipe.task
+    share = own.get("share", SHARE)  # joint vocabulary, all embeddings shared
+    models = {arch: {"arch": arch, "paper": paper_row}}
+    for name, (row, overrides) in paper.decodes.get((arch, data), {}).items():
+        models[name] = {"decode_of": arch, "overrides": overrides, "paper": row}
     out = {"name": f"{spec.paper}.{arch}.{data}", "title": f"{paper.authors}, {paper_row}",
            "description": f"{paper.title} ({paper.cite}); the row's arch on {data}." + (f" {note}." if note else ""),
            "data": data}
-    if prepare_args(spec.paper, data):
-        out["prepare"] = prepare_args(spec.paper, data)
+    if data in paper.prepare:
+        out["prepare"] = paper.prepare[data]
     if task:
         out["task"] = task
     train = recipe.big if big else recipe.train
@@ -167,7 +132,7 @@ def all_files() -> Dict[Path, str]:
     files = {}
     rows = [(arch, data, spec.describe()) for arch, spec in ARCHITECTURES.items() if spec.rows
             for data in spec.data if data not in CPU_DATA]
-    rows += [(arch, data, row) for (arch, data), row in EXTRA.items()]
+    rows += [(arch, data, row) for paper in PAPERS.values() for (arch, data), row in paper.extra_rows.items()]
     for arch, data, row in rows:
         path = CONFIGS / ARCHITECTURES[arch].paper / f"{arch}.{data}.yaml"
         if path in files:

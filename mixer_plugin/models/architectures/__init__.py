@@ -1,15 +1,17 @@
-"""Named architectures: one table module per paper, all registered here.
+"""Named architectures: one module per paper (its citation, its table of rows, how it ran
+its datasets), all registered here.
 
 Each architecture only sets defaults, so every flag can still be overridden on the
 command line (fairseq's convention: a value the user gave always wins).  A table
 maps ``--arch`` name -> :class:`Arch` (base, defaults, the paper rows it stands
 for, datasets); a *base* is a function that fills in the model size.  Parameter
 tables, configs and results tables read :data:`ARCHITECTURES` and :data:`PAPERS`,
-so a new table is picked up everywhere.
+so a new paper module is picked up everywhere.
 """
 
 import importlib
 import pkgutil
+from dataclasses import dataclass, field
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from fairseq.models import register_model_architecture
@@ -18,24 +20,28 @@ from fairseq.models.transformer import base_architecture
 MODEL = "mixer_transformer"
 
 
-class Paper(NamedTuple):
+@dataclass(frozen=True)
+class Paper:
+    """Everything about one paper that is not a row of its table: how to cite it, and how it
+    ran the datasets where it departs from their shared recipe (``experiments.paper_rows``)."""
+
+    key: str  # its table's name: configs/<key>/, a key of PAPERS
     authors: str  # "Loem et al. 2022"
     title: str
     cite: str  # arXiv / ACL Anthology id (or DOI where the paper has neither)
     doc: str  # this repository's page on it
+    # dataset -> the mixer-prepare flags of the paper's own preprocessing of it
+    prepare: Dict[str, str] = field(default_factory=dict)
+    # dataset -> what its rows do there other than the dataset's recipe: any of generate (flags),
+    # average_last, score, note, share (the embedding-sharing flags, "" for separate vocabularies)
+    recipes: Dict[str, dict] = field(default_factory=dict)
+    # (arch, dataset) -> {model: (paper row, overrides)}: rows that decode another row's checkpoints
+    decodes: Dict[Tuple[str, str], Dict[str, Tuple[str, dict]]] = field(default_factory=dict)
+    # (arch, dataset) -> paper row: a row on a dataset its arch does not list (an appendix's)
+    extra_rows: Dict[Tuple[str, str], str] = field(default_factory=dict)
 
 
-PAPERS: Dict[str, Paper] = {
-    "multinn": Paper("Loem et al. 2022", "Are Neighbors Enough? Multi-Head Neural n-gram can be Alternative to "
-                     "Self-attention", "arXiv:2207.13354", "docs/multinn.md"),
-    "hard_retrieval": Paper("Xu et al. 2021", "Learning Hard Retrieval Decoder Attention for Transformers",
-                            "ACL Anthology 2021.findings-emnlp.67, arXiv:2009.14658", "docs/hard_retrieval.md"),
-    "interacting": Paper("Li and Luo 2022", "An Improved Transformer-Based Neural Machine Translation Strategy: "
-                         "Interacting-Head Attention", "doi:10.1155/2022/2998242, no arXiv version",
-                         "docs/interacting_heads.md"),
-    "multiscale": Paper("Guo et al. 2020", "Multi-Scale Self-Attention for Text Classification", "arXiv:1912.00544",
-                        "docs/multiscale.md"),
-}
+PAPERS: Dict[str, Paper] = {}  # filled by each table's register_table
 
 
 class Row(NamedTuple):
@@ -59,7 +65,7 @@ class Arch(NamedTuple):
     data: Tuple[str, ...] = ()
     note: str = ""  # what it is, for an arch in no paper (CPU sizes, extensions)
     reading: str = ""  # where the paper is ambiguous: the reading it uses, with equation numbers
-    paper: str = ""  # the paper whose mixer it runs (a key of PAPERS); set by register_table
+    paper: str = ""  # the paper whose table it is in (a key of PAPERS; "" for none); set by register_table
 
     @property
     def paper_params(self) -> Optional[float]:
@@ -111,16 +117,18 @@ def _make_arch(base: str, defaults: dict):
     return arch
 
 
-def register_table(table: Dict[str, Arch], paper: str):
-    """Register a paper's table (``paper``: a key of :data:`PAPERS`)."""
-    if paper not in PAPERS:
-        raise ValueError(f"unknown paper {paper!r} (known: {', '.join(PAPERS)})")
+def register_table(table: Dict[str, Arch], paper: Optional[Paper] = None):
+    """Register a paper's table (or, without ``paper``, architectures that are in no paper)."""
+    if paper is not None:
+        if paper.key in PAPERS:
+            raise ValueError(f"paper {paper.key!r} is registered twice")
+        PAPERS[paper.key] = paper
     for name, arch in table.items():
         if name in ARCHITECTURES:
             raise ValueError(f"architecture {name!r} is registered twice")
         if arch.base not in BASES:
             raise ValueError(f"architecture {name!r}: unknown base {arch.base!r}")
-        ARCHITECTURES[name] = arch = arch._replace(paper=paper)
+        ARCHITECTURES[name] = arch = arch._replace(paper=paper.key if paper else "")
         register_model_architecture(MODEL, name)(_make_arch(arch.base, arch.defaults))
 
 

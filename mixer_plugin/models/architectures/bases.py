@@ -3,7 +3,7 @@ sizes (all embeddings shared), used only for parameter counts."""
 
 from fairseq.models.transformer import transformer_iwslt_de_en, transformer_vaswani_wmt_en_de_big
 
-from . import mixer_base_architecture, register_base, set_defaults
+from . import Arch, mixer_base_architecture, register_base, register_table, set_defaults
 
 
 @register_base("mixer_wmt", vocab=32000)
@@ -44,3 +44,8 @@ def wmt_big_architecture(args):
     """transformer_vaswani_wmt_en_de_big: d=1024, FFN 4096, 16 heads, dropout 0.3."""
     transformer_vaswani_wmt_en_de_big(args)
     mixer_base_architecture(args)
+
+
+# The CPU size's transformer: the baseline of every CPU experiment, in no paper's table
+register_table({"mixer_small_attn": Arch("mixer_small", {}, (), ("debian_en_de",),
+                                         note="CPU size (2+2 layers, d=256): the transformer")})

@@ -24,7 +24,7 @@ heads, for experiments/interacting_heads.yaml on the Debian EN-DE corpus.
 
 from fairseq.models.transformer import transformer_iwslt_de_en
 
-from . import Arch, Row, mixer_base_architecture, register_base, register_table
+from . import Arch, Paper, Row, mixer_base_architecture, register_base, register_table
 
 IWSLT16, WMT17_DE, WMT17_CS = "iwslt16_de_en", "wmt17_en_de", "wmt17_en_cs"
 ALL_DATA = (IWSLT16, WMT17_DE, WMT17_CS)
@@ -94,4 +94,16 @@ TABLE["mixer_small_ihead_pairwise_h8"] = Arch(
     "mixer_small", everywhere("interacting:reading=pairwise", 8), (), SAMPLE, note="CPU size: pairwise reading, 8 heads",
 )
 
-register_table(TABLE, paper="interacting")
+# §4.3: beam 4, batch 8, length penalty 0.6 on the WMT17 pairs it shares with other papers, the
+# last checkpoint, and its metrics (multi-bleu, pyter, nlg-eval); EN-CS with separate vocabularies (§4.1)
+METRICS = {"metrics": ["bleu", "chrf", "ter", "wer", "rougeL"], "tokenized": True}  # multi-bleu, pyter, nlg-eval
+OWN_WMT17 = dict(generate="--beam 4 --lenpen 0.6 --batch-size 8", average_last=1, score=METRICS,
+                 note="§4.3 of the interacting-head paper: beam 4, batch 8, length penalty 0.6")
+PAPER = Paper(
+    "interacting", "Li and Luo 2022", "An Improved Transformer-Based Neural Machine Translation Strategy: "
+    "Interacting-Head Attention", "doi:10.1155/2022/2998242, no arXiv version", "docs/interacting_heads.md",
+    # Moses + truecase + sentencepiece BPE, 80k shared / separate for cs (§4.1)
+    prepare={WMT17_DE: "--variant ihead", WMT17_CS: "--variant ihead"},
+    recipes={WMT17_DE: OWN_WMT17, WMT17_CS: {**OWN_WMT17, "share": ""}},
+)
+register_table(TABLE, PAPER)

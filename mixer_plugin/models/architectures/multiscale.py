@@ -14,7 +14,7 @@ FFN) in the encoder.  The text-classification models of the paper itself are
 
 from ...mixers.multiscale import PAPER_SCALES, schedule_specs
 
-from . import Arch, register_table
+from . import Arch, Paper, register_table
 
 LABELLING_SCALES = "1+3+5+7+9"
 IWSLT, WMT, DEBIAN = ("iwslt14_de_en",), ("wmt16_en_de",), ("debian_en_de",)
@@ -59,4 +59,6 @@ TABLE = {
     ),
 }
 
-register_table(TABLE, paper="multiscale")
+PAPER = Paper("multiscale", "Guo et al. 2020", "Multi-Scale Self-Attention for Text Classification",
+              "arXiv:1912.00544", "docs/multiscale.md")
+register_table(TABLE, PAPER)
