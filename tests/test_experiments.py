@@ -270,10 +270,30 @@ BAD = {
     "claim on nobody": ({"models": {"a": {"arch": "mixer_small_attn", "claims": ["> b"]}}},
                         "models.a.claims: 'b' is not another model of this file"),
     "bad noise floor": ({"score": {"noise_floor": "big"}}, "score.noise_floor: expected a number of points >= 0"),
+    "paper row of nothing": ({"models": {"a": {"arch": "mixer_small_attn", "paper_rows": ["mixer_nope:T1"]}}},
+                             "models.a.paper_rows: 'mixer_nope' is not an architecture"),
+    "paper row of no table": ({"models": {"a": {"arch": "mixer_small_attn", "paper_rows": ["mixer_wmt_attn:T9"]}}},
+                              "models.a.paper_rows: mixer_wmt_attn has no row in table 'T9'"),
     "unknown speed": ({"speed": {"gpu": "results/x.json"}}, "speed: unknown key 'gpu'"),
     "speed not a benchmark": ({"speed": {"train": "results/bench/bench_train_cpu.md"}},
                               "speed.train: expected the path of a mixer-bench train JSON file"),
 }
+
+
+def test_a_paper_row_is_named_and_its_figures_come_from_the_paper_module():
+    """An experiment file names the paper rows a model is compared with; their figures are
+    read from the paper's module, where they are typed once."""
+    from mixer_plugin.experiments import report, spec
+    from mixer_plugin.models.architectures import ARCHITECTURES
+
+    exp = spec.load(E2E_REPO / "experiments" / "leaderboard.yaml")
+    cell = report.paper_cell(exp.models["multinn"])
+    assert cell.startswith("multiNN ≈ transformer (T1 multi-head NN, 8 layers (62M, WMT16 en-de BLEU 27.15);")
+    assert ARCHITECTURES["mixer_wmt_multinn"].rows[0].scores == (("WMT16 en-de BLEU", 27.15),)
+    assert report.paper_cell(exp.models["hard_dec_decoded_soft"]).startswith(
+        "trained hard, decoded soft: ≈ (T4 train Hard / decode Soft (BLEU 27.80);")  # Paper.decodes
+    assert "37.71/19.02/35.17" in report.paper_cell(
+        spec.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"])  # Paper.extra_rows
 
 
 def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():

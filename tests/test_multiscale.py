@@ -308,9 +308,9 @@ def test_classifier_needs_the_cls_token():
 def test_classifier_cli_trains_and_validates(tmp_path):
     """fairseq-preprocess -> fairseq-train --task sentence_prediction (20 updates of a
     small MS classifier) -> fairseq-validate on test: the stock tools, end to end."""
-    from pathlib import Path
+    from mixer_plugin.paths import SHARED_DATA
 
-    data = Path("/work/shared/data/cls-section")
+    data = SHARED_DATA / "cls-section"
     if not (data / "train.input0").is_file():
         pytest.skip("the shared cls-section corpus is not on this machine")
     raw = tmp_path / "raw"

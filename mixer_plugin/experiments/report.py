@@ -26,7 +26,7 @@ from . import claims
 from .archive import keep_run_outputs, results_path
 from .collect import (PRIMARY, ModelResult, bench_speeds, collect, first_run, keys, run_bootstraps, seed_stats,
                       summarizes)
-from .spec import Experiment
+from .spec import Experiment, paper_figures
 from .stages import data_root, prep_manifest, prepare_stage, run_stages, shell
 
 
@@ -63,6 +63,13 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
                      + (f", rerun floor {j.floor:.2f}" if j.floor else "")
                      + f", p {j.p:.3f})")
     return "; ".join(cells)
+
+
+def paper_cell(m) -> str:
+    """What the paper says of the row, with the figures of the paper rows it names (read from
+    the paper's module: ``spec.paper_figures``)."""
+    figures = [f for ref in m.paper_rows for f in paper_figures(ref)]
+    return m.paper + (f" ({'; '.join(figures)})" if figures else "")
 
 
 def claim_metric(m) -> str:
@@ -267,7 +274,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
                           if k in ("bleu", "rouge1", "rougeL"))
             cells.append("baseline" if own == r.model.name or (own is None and r.model.name in baselines)
                          else "–" if not p else p if base else f"{p} vs `{own}`")
-        cells += [*speed_cells(r, speeds, exp), r.model.paper or ""]
+        cells += [*speed_cells(r, speeds, exp), paper_cell(r.model)]
         if with_claims:
             cells.append(claim_cells(r, by_name) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")

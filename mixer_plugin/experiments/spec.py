@@ -25,8 +25,11 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
         decode_of: transformer
         overrides: {decoder_mixers: hard, decoder_cross_mixers: hard}
 
-A model may also set ``data``, ``prepare``, ``generate``, ``score``, ``paper`` (the
-paper's figure for that row, shown beside ours), ``note`` and ``claims``: the paper's
+A model may also set ``data``, ``prepare``, ``generate``, ``score``, ``paper`` (what the
+paper says of that row, in words), ``paper_rows`` (the rows of the papers' tables it is
+compared with, ``ARCH`` or ``ARCH:TABLE`` of ``models/architectures``, or ``ARCH@DATASET`` for
+a paper's row on a dataset its arch does not list: their figures are shown beside ``paper``,
+read from the paper's module and never typed here), ``note`` and ``claims``: the paper's
 orderings for that row, each ``"> other"``, ``"< other"`` or ``"~ other"`` (better than,
 worse than, about equal to another model of the file), which the results mark
 confirmed, refuted or inconclusive (``claims.verdict``).  Flags are a string
@@ -97,6 +100,7 @@ class Model:
     decode_of: Optional[str] = None  # decode that model's checkpoints (no training of its own)
     overrides: Dict = field(default_factory=dict)  # --model-overrides at decoding
     paper: str = ""
+    paper_rows: List[str] = field(default_factory=list)  # ARCH, ARCH:TABLE or ARCH@DATASET (paper_figures)
     note: str = ""
     claims: List[Claim] = field(default_factory=list)
 
@@ -171,8 +175,8 @@ def _seeds(value, where) -> List[int]:
 TOP = {"name", "title", "description", "kind", "data", "prepare", "task", "train", "generate", "score", "seeds",
        "models", "results", "jobs", "threads", "samples", "speed"}
 SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
-MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper", "note",
-         "claims"}
+MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper",
+         "paper_rows", "note", "claims"}
 _CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
 
 
@@ -187,6 +191,44 @@ def _claims(value, where) -> List[Claim]:
             raise ExperimentError(f"{where}: {c!r} is not '<relation> <model>' (relation: >, < or ~)")
         out.append(Claim("~" if m.group(1) == "≈" else m.group(1), m.group(2)))
     return out
+
+
+def paper_figures(ref: str) -> List[str]:
+    """The rows of the papers' tables ``ref`` names, each as the paper gives it (its table,
+    label, size and scores): ``ARCH`` (every row of an architecture), ``ARCH:TABLE`` (its
+    rows of one table) or ``ARCH@DATASET`` (its paper's row on a dataset the arch does not
+    list, ``Paper.extra_rows``, else the rows that decode its checkpoints there,
+    ``Paper.decodes``).  A ValueError names what does not exist."""
+    from ..models.architectures import ARCHITECTURES, PAPERS
+
+    arch, _, data = ref.partition("@")
+    arch, _, table = arch.partition(":")
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"{arch!r} is not an architecture")
+    spec = ARCHITECTURES[arch]
+    if data:  # a row beside the paper's table: on another dataset, or decoding another row's checkpoints
+        paper = PAPERS.get(spec.paper)
+        rows = ([paper.extra_rows[(arch, data)]] if (arch, data) in paper.extra_rows else
+                [row for row, _ in paper.decodes.get((arch, data), {}).values()]) if paper else []
+        if not rows:
+            raise ValueError(f"{arch} has no paper row on {data!r}")
+        return rows
+    rows = [r.describe() for r in spec.rows if not table or r.table == table]
+    if not rows:
+        raise ValueError(f"{arch} has no row" + (f" in table {table!r}" if table else "s in any paper"))
+    return rows
+
+
+def _paper_rows(value, where) -> List[str]:
+    refs = [value] if isinstance(value, str) else value
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise ExperimentError(f"{where}: expected a list of ARCH, ARCH:TABLE or ARCH@DATASET")
+    for ref in refs:
+        try:
+            paper_figures(ref)
+        except ValueError as e:
+            raise ExperimentError(f"{where}: {e}") from None
+    return list(refs)
 
 
 def load(path) -> Experiment:
@@ -231,7 +273,8 @@ def load(path) -> Experiment:
             generate=_sub(Generate, m.get("generate"), generate, where(w + ".generate")),
             score=_sub(Score, m.get("score"), score, where(w + ".score")),
             decode_of=m.get("decode_of"), overrides=m.get("overrides", {}),
-            paper=str(m.get("paper", "")), note=str(m.get("note", "")),
+            paper=str(m.get("paper", "")), paper_rows=_paper_rows(m.get("paper_rows", []), where(w + ".paper_rows")),
+            note=str(m.get("note", "")),
             claims=_claims(m.get("claims", []), where(w + ".claims")),
         )
     for name, m in models.items():
