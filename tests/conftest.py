@@ -5,6 +5,7 @@ way a user runs the plugin.  The data is a small slice of the bundled EN-DE corp
 (data/debian-en-de/), preprocessed once per session with whitespace tokenisation.
 """
 
+import json
 import lzma
 import os
 import shutil
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 E2E_REPO = Path(__file__).resolve().parents[1]
 BUNDLED = E2E_REPO / "data" / "debian-en-de"
@@ -199,3 +201,57 @@ def e2e_copy_checkpoint_dir(src: Path, dst: Path) -> Path:
     """A private copy of a save dir, so a test can continue training from it."""
     shutil.copytree(src, dst)
     return dst
+
+
+# ---------------------------------------------------------------- results from fake runs
+# Run folders built by hand (hypotheses and scores, no training), so that the results'
+# bookkeeping is pinned in seconds (tests/test_report.py: which runs each p-value compares,
+# which baseline each row names, when a cached bootstrap is stale; tests/test_experiments.py:
+# what a restore may reuse).
+WORDS = "der die das haus katze hund baum auto ist gut schnell".split()
+
+
+# one logged training interval: a run's own words/s (999) for the plots and the tables
+TRAIN_LOG_LINE = "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n"
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """write(models, hyp noise per model) -> the loaded experiment, with every (model,
+    seed) given a finished-looking run folder in a private work/."""
+    import random
+
+    from mixer_plugin.experiments import report, spec, stages
+
+    monkeypatch.setattr(stages, "WORK", tmp_path / "work")
+    monkeypatch.setattr(report, "make_plots", lambda *a: [])
+    root = tmp_path / "work" / "data" / "debian_en_de"
+    (root / "ref").mkdir(parents=True)
+    (root / "prep.json").write_text(json.dumps({"src": "en", "tgt": "de",
+                                                "references": {"test": {"detok": "ref/test.de"}}}))
+    rnd = random.Random(0)
+    refs = [" ".join(rnd.choice(WORDS) for _ in range(8)) for _ in range(60)]
+    (root / "ref" / "test.de").write_text("\n".join(refs) + "\n")
+
+    def write(models, noise, baseline="A", metrics=("bleu",)):
+        for name, m in models.items():
+            for seed in m.get("seeds", [1]):
+                gen = tmp_path / "work" / "tiny" / name / f"seed{seed}" / "gen-test"
+                gen.mkdir(parents=True, exist_ok=True)
+                r = random.Random(f"{name}{seed}")
+                hyp = [" ".join(w if r.random() > noise[name] else "xx" for w in line.split()) for line in refs]
+                (gen / "hyp.txt").write_text("\n".join(hyp) + "\n")
+                (gen / "score.json").write_text(json.dumps({"bleu": 100 * (1 - noise[name]) + seed}))
+        path = tmp_path / "tiny.yaml"
+        path.write_text(yaml.safe_dump({"name": "tiny", "data": "debian_en_de", "results": str(tmp_path / "tiny.md"),
+                                        "score": {"metrics": list(metrics), "baseline": baseline},
+                                        "models": {n: {"arch": "mixer_small_attn", **m} for n, m in models.items()}}))
+        return spec.load(path)
+
+    return write
+
+
+def rows(md):
+    """Model -> its line of the main table."""
+    return {line.split("|")[1].strip("` "): line for line in md.split("\n\n")[1].splitlines()
+            if line.startswith("| `")}

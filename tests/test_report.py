@@ -1,0 +1,336 @@
+"""An experiment's results (mixer_plugin/experiments: collect, report, archive): the
+tables, p-values, claims, seeds, sources, speeds and plots rendered from run folders built
+by hand (the ``fake`` fixture of conftest.py), in seconds.  The runner that makes real run
+folders is tests/test_experiments.py; the claims rule alone, tests/test_claims.py."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import yaml
+
+from conftest import E2E_REPO, TRAIN_LOG_LINE, rows
+
+
+def test_a_paper_row_is_named_and_its_figures_come_from_the_paper_module():
+    """An experiment file names the paper rows a model is compared with; their figures are
+    read from the paper's module, where they are typed once."""
+    from mixer_plugin.experiments import report, spec
+    from mixer_plugin.models.architectures import ARCHITECTURES
+
+    exp = spec.load(E2E_REPO / "experiments" / "leaderboard.yaml")
+    cell = report.paper_cell(exp.models["multinn"])
+    assert cell.startswith("multiNN ≈ transformer (T1 multi-head NN, 8 layers (62M, WMT16 en-de BLEU 27.15);")
+    assert ARCHITECTURES["mixer_wmt_multinn"].rows[0].scores == (("WMT16 en-de BLEU", 27.15),)
+    assert report.paper_cell(exp.models["hard_dec_decoded_soft"]).startswith(
+        "trained hard, decoded soft: ≈ (T4 train Hard / decode Soft (BLEU 27.80);")  # Paper.decodes
+    assert "37.71/19.02/35.17" in report.paper_cell(
+        spec.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"])  # Paper.extra_rows
+
+
+def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
+    """The leaderboard's case: most rows have one seed, the transformer three. Against its
+    first seed alone (26.34, the best of 25.82 and 25.67) a row at 25.72 looked significantly
+    worse (p 0.006); against the mean (25.94) and the seed spread (0.35) the gap is noise."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments.collect import ModelResult
+    from mixer_plugin.experiments.report import claim_cells
+    from mixer_plugin.experiments.spec import Claim, Score
+
+    def row(name, bleus, claims=()):
+        model = SimpleNamespace(name=name, claims=list(claims), score=Score(metrics=["bleu", "chrf"]))
+        return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
+
+    claim = Claim(">", "transformer")
+    mixer = row("mixer", [25.72], [claim])
+    mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.006}}}
+    cell = claim_cells(mixer, {"transformer": row("transformer", [26.34, 25.82, 25.67])})
+    assert cell == "> transformer: **inconclusive** (BLEU -0.22 over 1 and 3 seeds, spread 0.35, p 0.006)"
+    # far beyond the spread, the same p is a verdict
+    mixer.scores = [{"bleu": 24.9}]
+    assert "**refuted** (BLEU -1.04" in claim_cells(mixer, {"transformer": row("transformer", [26.34, 25.82, 25.67])})
+
+
+def test_train_speed_is_the_median_over_every_seed(tmp_path):
+    """The table's words/s comes from fairseq's train_inner lines: an interval holding a
+    validation or a resume reads low, and one seed may have shared a busy machine, so the
+    column is the median over every seed's intervals, not the mean of the first seed's."""
+    from mixer_plugin.experiments.collect import ModelResult, parse_train_log
+
+    seeds = {1: [120, 900, 950, 1000, 980], 2: [210, 1750, 1760, 1800, 1790], 3: [200, 1770, 1780, 1740, 1810]}
+    logs = []
+    for seed, figures in seeds.items():
+        lines = [f"2026-11-23 10:{i:02d}:00 | INFO | train_inner | epoch 001:     {50 * i} / 900 loss=4.2, "
+                 f"wps={w}, ups=0.9, wpb=1850, num_updates={50 * (i + 1)}, train_wall=55" for i, w in enumerate(figures)]
+        (tmp_path / f"seed{seed}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        logs.append(parse_train_log(tmp_path / f"seed{seed}.log"))
+    result = ModelResult(model=None, runs=[tmp_path] * 3, logs=logs, scores=[], decode=[])
+    assert result.wps() == 1740  # the median of all fifteen intervals (seed 1 alone averages 790)
+    assert ModelResult(model=None, runs=[], logs=[], scores=[], decode=[]).wps() is None
+
+
+def test_a_results_file_forgets_the_runs_that_are_gone(fake, tmp_path):
+    """A recipe found wrong: its run folders are moved aside (and their committed copies
+    removed) before the rows train again.  The results file must not go on showing the void
+    figures until the first new run finishes."""
+    import shutil
+
+    from mixer_plugin.experiments import report
+
+    exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3})
+    report.write(exp)
+    assert "| 91.00 |" in (tmp_path / "tiny.md").read_text()
+    shutil.rmtree(tmp_path / "work" / "tiny")
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    assert "| `A` |" in md and "91.00" not in md and "71.00" not in md
+
+
+def test_a_summarizer_that_ignores_its_source_shows_in_the_table(fake, tmp_path):
+    """The first summarization leaderboard scored ROUGE-L 12.65 with 38 distinct synopses
+    for 1,930 descriptions, which the table did not show: it took reading the hypotheses
+    to see that the model ignored its source.  A summarization table counts each row's
+    distinct outputs; translation tables, where the count says nothing, keep their columns."""
+    from mixer_plugin.experiments import report
+
+    exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 1.0}, metrics=("rouge",))
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    table = rows(md)
+    assert "| distinct outputs |" in md
+    assert "| 1 of 60 |" in table["B"] and "| 60 of 60 |" in table["A"], table
+    exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 1.0})
+    report.write(exp)
+    assert "distinct" not in (tmp_path / "tiny.md").read_text()
+
+
+def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_path, monkeypatch):
+    """The summarization leaderboard judged every claim on ROUGE-L while its score-against-
+    speed plot drew ROUGE-1, the first metric of the file: the plot ranked local attention,
+    multiNN and the transformer on a figure the verdicts never read (multiNN's R-1 lead was
+    not significant, its R-L lead was).  A file that scores neither ROUGE nor BLEU (the
+    classification experiment: accuracy) keeps its plot, on its own metric."""
+    from matplotlib.figure import Figure
+
+    from mixer_plugin.experiments import collect, report
+
+    make_plots = report.make_plots  # the fixture below leaves plots out
+    exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("rouge",))
+    for name, (r1, rl) in {"A": (40.0, 36.0), "B": (42.0, 35.0)}.items():
+        run = tmp_path / "work" / "tiny" / name / "seed1"
+        (run / "gen-test" / "score.json").write_text(json.dumps({"rouge1": r1, "rouge2": 18.0, "rougeL": rl}))
+        (run / "train.log").write_text(TRAIN_LOG_LINE)
+    drawn = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
+        {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}))
+    make_plots(exp, collect.collect(exp), tmp_path)
+    assert drawn["score_vs_speed.png"] == [("R-L", [36.0, 35.0])], drawn
+    exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("accuracy",))
+    for name, accuracy in {"A": 80.0, "B": 75.0}.items():
+        (tmp_path / "work" / "tiny" / name / "seed1" / "gen-test" / "score.json").write_text(
+            json.dumps({"accuracy": accuracy}))
+    drawn.clear()
+    make_plots(exp, collect.collect(exp), tmp_path)
+    assert drawn["score_vs_speed.png"] == [("accuracy", [80.0, 75.0])], drawn
+
+
+def kept_baseline(run: Path, name="bootstrap.json") -> str:
+    """<model>/seed<N> of the baseline run a cached bootstrap compared against."""
+    return "/".join(Path(json.loads((run / "gen-test" / name).read_text())["baseline"]).parts[-4:-2])
+
+
+def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
+    """A row with a baseline of its own (interacting_heads' 16-head rows against 16-head
+    MHA) is not printed under the file's baseline; its seed-by-seed rows show its own
+    baseline's scores; and a row whose first seed is not the baseline's pairs each seed
+    with the same seed (both printed the first seeds' test as a same-seed one)."""
+    from mixer_plugin.experiments import report
+
+    exp = fake({"A": {"seeds": [1, 2, 3]}, "B": {"seeds": [2, 3]},
+                "C": {"seeds": [1, 2], "score": {"baseline": "C"}}, "D": {"seeds": [1, 2], "score": {"baseline": "C"}}},
+               {"A": 0.1, "B": 0.3, "C": 0.6, "D": 0.5})
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    table = rows(md)
+    assert "| p vs the row's baseline |" in md
+    assert "| baseline |" in table["A"] and "| baseline |" in table["C"]
+    assert re.search(r"\| BLEU \d\.\d{3} vs `C` \|", table["D"]) and re.search(r"\| BLEU \d\.\d{3} vs `A` \|", table["B"])
+    # the claims' test compares first seeds (B's 2 with A's 1); seed by seed, each run meets
+    # the baseline's run of the same seed, and the table prints that baseline's scores
+    work = tmp_path / "work" / "tiny"
+    assert kept_baseline(work / "B" / "seed2") == "A/seed1"
+    assert kept_baseline(work / "B" / "seed2", "bootstrap-same-seed.json") == "A/seed2"
+    assert kept_baseline(work / "B" / "seed3") == "A/seed3"
+    assert "Seed by seed against `C`" in md
+    assert re.search(r"^\| `D` \| 2 \| 52\.00 \| 42\.00 \| \+10\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert re.search(r"^\| `B` \| 2 \| 72\.00 \| 92\.00 \| -20\.00 \| \d\.\d{3} \|$", md, re.M), md
+
+
+def test_the_baselines_later_seeds_meet_its_first_to_show_what_a_seed_alone_does(fake, tmp_path):
+    """The summarization transformer's seed 2 beat its seed 1 by 1.13 ROUGE-L with bootstrap
+    p 0.002: the same recipe, another seed, "significant".  The results said nothing of
+    it, so a reader took a one-seed row's p < 0.05 for a difference in recipes.  Each later
+    seed of a baseline is tested against its first seed, the test the claims' p is."""
+    from mixer_plugin.experiments import report
+
+    exp = fake({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    assert "`A` against its own first seed" in md, md
+    # the fake scores A's seeds 1-3 at 91, 92, 93: each later seed against seed 1
+    assert re.search(r"^\| 2 \| 92\.00 \| 91\.00 \| \+1\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert re.search(r"^\| 3 \| 93\.00 \| 91\.00 \| \+2\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert kept_baseline(tmp_path / "work" / "tiny" / "A" / "seed3", "bootstrap-vs-first-seed.json") == "A/seed1"
+    exp = fake({"A": {}, "B": {"seeds": [1, 2]}}, {"A": 0.1, "B": 0.3})  # one baseline seed: nothing to show
+    report.write(exp)
+    assert "against its own first seed" not in (tmp_path / "tiny.md").read_text()
+
+
+def test_per_source_scores_are_the_first_seeds(fake, tmp_path):
+    """The per-source table is labelled "first seed": while a row's first seed is missing
+    (being trained again), its second stood in under that label."""
+    from mixer_plugin.experiments import report
+
+    exp = fake({"A": {"seeds": [1, 2]}, "B": {}}, {"A": 0.1, "B": 0.3})
+    for name, seed in (("A", 1), ("A", 2), ("B", 1)):
+        score = tmp_path / "work" / "tiny" / name / f"seed{seed}" / "gen-test" / "score.json"
+        score.write_text(json.dumps({**json.loads(score.read_text()), "by_source": {"x": {"lines": 60, "bleu": seed}}}))
+    exp_rows = lambda: {line.split("|")[1].strip("` "): line  # noqa: E731
+                        for line in (tmp_path / "tiny.md").read_text().split("Test BLEU per source")[1]
+                        .split("\n\n")[1].splitlines() if line.startswith("| `")}
+    report.write(exp)
+    assert exp_rows()["A"] == "| `A` | 1.00 |"
+    shutil.rmtree(tmp_path / "work" / "tiny" / "A" / "seed1")  # seed 1 trains again
+    report.write(exp)
+    assert exp_rows()["A"] == "| `A` | – |" and exp_rows()["B"] == "| `B` | 1.00 |"
+
+
+def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):
+    """The bootstrap cache held while its file was newer than both hypotheses: a changed
+    baseline kept the old row's p-value under the new baseline's name."""
+    models = {"A": {}, "B": {}, "C": {}}
+    noise = {"A": 0.3, "B": 0.3, "C": 0.6}
+    from mixer_plugin.experiments import report, spec
+
+    exp = fake(models, noise, baseline="A")
+    report.write(exp)
+    run = tmp_path / "work" / "tiny" / "B" / "seed1"
+    assert kept_baseline(run) == "A/seed1"
+    raw = yaml.safe_load(exp.path.read_text())  # the same runs, another baseline
+    raw["score"]["baseline"] = "C"
+    exp.path.write_text(yaml.safe_dump(raw))
+    report.write(spec.load(exp.path))
+    assert kept_baseline(run) == "C/seed1"
+
+
+def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request):
+    """The leaderboard's runs span sessions on different machines, two runs sharing each, so
+    their own words/s compare nothing (one session's machine trained 1.6 times faster than
+    the last's).  With ``speed:`` the columns are the idle-machine benchmarks of every row,
+    each with its speed-up against that run's baseline; the runs' own timings stay out."""
+    from mixer_plugin.experiments import collect, report, spec
+
+    make_plots = report.make_plots  # the fixture below leaves plots out
+    exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
+    (tmp_path / "work" / "tiny" / "A" / "seed1" / "train.log").write_text(TRAIN_LOG_LINE)
+    raw = yaml.safe_load(exp.path.read_text())
+    raw["generate"] = {"flags": "--beam 4"}
+    raw["speed"] = {"train": str(tmp_path / "train.json"), "decode": str(tmp_path / "decode.json")}
+    exp.path.write_text(yaml.safe_dump(raw))
+    exp = spec.load(exp.path)
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    assert "| train words/s (x) | decode sent/s (x) |" in md and "999" not in md
+    assert all(line.count("| – | – |") for line in rows(md).values())
+    assert "- train speed: not benchmarked yet (`mixer-bench train" in md
+    meta = {"command": "mixer-bench ...", "date": "2026-11-24 12:00 UTC", "rounds": 2, "sentences": 32}
+    (tmp_path / "train.json").write_text(json.dumps({"meta": meta, "rows": [
+        {"model": "A", "wps": 3000.0, "speedup": 1.0}, {"model": "B", "wps": 3750.0, "speedup": 1.25}]}))
+    (tmp_path / "decode.json").write_text(json.dumps({"meta": {**meta, "baseline": "A"}, "rows": [
+        {"model": m, "L": L, "beam": b, "sent_per_s": v, "speedup": v / base}
+        for m, k in (("A", 1.0), ("B", 0.5)) for L, b, base in ((100, 4, 10.0), (25, 1, 80.0), (25, 4, 40.0))
+        for v in [base * k]]}))
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    table = rows(md)
+    # decoding: the shortest L at the experiment's beam (4), not beam 1's figures
+    assert "| 3,000 (1.00x) | 40.0 (1.00x) |" in table["A"] and "| 3,750 (1.25x) | 20.0 (0.50x) |" in table["B"]
+    assert "| – | – |" in table["C"]  # a row the benchmarks have not timed
+    assert "every hypothesis pinned to L = 25 tokens, beam 4" in md and "not benchmarked" not in md
+    collected = collect.collect(exp)
+    collect.run_bootstraps(exp, collected)
+    (tmp_path / "curves.png").write_bytes(b"a plot of runs that are gone")
+    assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs
+    assert not (tmp_path / "curves.png").exists()
+
+
+def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
+    """The curves drew each row's first seed only.  The summarization leaderboard's multiNN
+    spread 1.93 R-L over its seeds because its validation loss drops in a step that came
+    750 updates later for seed 1 than for seeds 2 and 3, and the plot hid it: every seed's
+    curve is drawn, in its row's colour, the first one marked and named."""
+    from matplotlib.figure import Figure
+
+    from mixer_plugin.experiments import collect, report
+
+    make_plots = report.make_plots  # the fixture below leaves plots out
+    exp = request.getfixturevalue("fake")({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
+    for name, seeds in (("A", (1, 2, 3)), ("B", (1,))):
+        for seed in seeds:
+            (tmp_path / "work" / "tiny" / name / f"seed{seed}" / "train.log").write_text("".join(
+                f"x | INFO | valid | epoch 001 | valid on 'valid' subset | loss {9 - u / 100 - seed:.2f} | "
+                f"num_updates {u}\n" for u in (100, 200)))
+    drawn = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
+        {Path(path).name: [(line.get_label(), line.get_color(), list(line.get_ydata())) for line in fig.axes[0].lines]}))
+    make_plots(exp, collect.collect(exp), tmp_path)
+    a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
+    assert [(label, color) for label, color, _ in drawn["curves.png"]] == [
+        ("A", a), ("_seed2", a), ("_seed3", a), ("B", b)], drawn["curves.png"]
+    assert [y for *_, y in drawn["curves.png"]][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
+
+
+def test_every_row_keeps_its_own_style_in_the_plots():
+    """The leaderboard's 17 rows outnumber matplotlib's ten default colours: its curves drew
+    multiNN and talking heads in the same green.  Each row gets its own colour and marker
+    (and line style), the same in both plots."""
+    from mixer_plugin.experiments.report import row_styles
+
+    names = [f"row{i}" for i in range(30)]
+    style = row_styles(names)
+    assert len({(c, m) for c, m, _ in style.values()}) == 30
+    assert len({s for _, _, s in style.values()}) == 3
+    assert row_styles(names[:17])["row12"] == style["row12"]  # a row's style does not move as rows are added
+
+
+def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
+    """The transformer's first seed, trained again with the same command and seed on another
+    machine (for a decode of its checkpoints), moved from 26.34 to 25.93 BLEU, and the paired
+    bootstrap called that p 0.042: it sees the test set's sampling noise, not the training's.
+    Its three seeds then spread 0.13, so a one-seed row 0.35 behind with p 0.01 read as a
+    significant loss.  ``score.noise_floor`` (the rerun's gap) is the least gap that counts."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments.collect import ModelResult
+    from mixer_plugin.experiments.report import claim_cells
+    from mixer_plugin.experiments.spec import Claim, Score
+
+    def row(name, bleus, claims=(), floor=0.0):
+        model = SimpleNamespace(name=name, claims=list(claims), score=Score(metrics=["bleu"], noise_floor=floor))
+        return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
+
+    claim = Claim("<", "transformer")
+    transformer = {"transformer": row("transformer", [25.93, 25.82, 25.67])}
+    for floor, expected in ((0.0, "**confirmed** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, p 0.010)"),
+                            (0.41, "**inconclusive** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, rerun floor 0.41, "
+                                   "p 0.010)")):
+        mixer = row("mixer", [25.45], [claim], floor)
+        mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
+        assert claim_cells(mixer, transformer) == f"< transformer: {expected}"
+    # a row of one seed against a row of one seed: the floor alone
+    mixer = row("mixer", [25.45], [claim], 0.41)
+    mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
+    assert "**confirmed** (BLEU -0.55, rerun floor 0.41, p 0.010)" in claim_cells(
+        mixer, {"transformer": row("transformer", [26.0])})
