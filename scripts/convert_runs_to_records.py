@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from mixer_plugin.experiments.archive import kept_runs
+from mixer_plugin.experiments.archive import committed_runs
 from mixer_plugin.experiments.collect import RECORD, read_record
 from mixer_plugin.experiments.spec import load
 from mixer_plugin.experiments.stages import portable
@@ -54,8 +54,7 @@ def main(argv=None):
     pending = {}
     for path in sorted((CHECKOUT / "experiments").glob("*.yaml")):
         exp = load(path)
-        # (the quickstart writes under work/; results/quickstart/ is a run of it, copied by hand)
-        root = kept_runs(exp) if exp.results is not None else CHECKOUT / "results" / exp.name / "runs"
+        root = committed_runs(exp)
         if not root.is_dir():
             continue
         for m in exp.models.values():
@@ -65,10 +64,10 @@ def main(argv=None):
                 if not kept.is_dir() or (kept / RECORD).is_file():
                     continue
                 stages = json.loads((kept / "stages.json").read_text())
-                record = read_record(exp, m, seed, root / src.name / f"seed{seed}" / "train.log", kept,
-                                     portable_stages(stages, f"{exp.name}/{m.name}/seed{seed}"))
+                record = read_record(exp, m, seed, root / src.name / f"seed{seed}" / "train.log", kept)
                 if record is None:
                     sys.exit(f"convert: {kept} has no scores")
+                record["stages"] = portable_stages(stages, f"{exp.name}/{m.name}/seed{seed}")
                 pending[kept] = record
     if args.check:
         for kept in pending:

@@ -26,6 +26,12 @@ def kept_runs(exp: Experiment) -> Path:
     return results_path(exp).with_suffix("") / "runs"
 
 
+def committed_runs(exp: Experiment) -> Path:
+    """Where an experiment's runs are committed: its kept runs, or, for an experiment that
+    writes under work/ (the quickstart), ``results/<name>/runs/``, a run of it copied by hand."""
+    return kept_runs(exp) if exp.results is not None else CHECKOUT / "results" / exp.name / "runs"
+
+
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]):
     """Each finished run beside the results file: ``run.json`` (its record) and its
     hypotheses.  ``runner.restore`` brings them back on a machine whose ``work/`` is empty."""

@@ -20,7 +20,7 @@ from .. import scoring
 from ..data.prep import atomic_path
 from ..paths import CHECKOUT, shown
 from .spec import Experiment, Model
-from .stages import PLUGIN, data_root, flag_value, portable, prep_manifest, run_dir, shell
+from .stages import data_root, flag_value, portable_in, prep_manifest, run_dir, shell
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
 PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
@@ -134,13 +134,15 @@ def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
     if (run / RECORD).is_file():
         return json.loads((run / RECORD).read_text(encoding="utf-8"))
     src = exp.models[m.decode_of] if m.decode_of else m  # a decode's training is the run it decodes
-    return read_record(exp, m, seed, run_dir(exp, src, seed) / "train.log", run / f"gen-{m.generate.subset}",
-                       stage_records(run))
+    record = read_record(exp, m, seed, run_dir(exp, src, seed) / "train.log", run / f"gen-{m.generate.subset}")
+    if record is not None:  # (the stamps only of a finished run)
+        record["stages"] = stage_records(run)
+    return record
 
 
-def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path, stages: Dict[str, dict]):
-    """``run_record`` from a run's logs: its training log, its decoding folder (scores,
-    fairseq-generate's or fairseq-validate's log) and its stage records; None without scores."""
+def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path) -> Optional[dict]:
+    """``run_record`` from a run's logs, all but its stage records: its training log and its
+    decoding folder (scores, fairseq-generate's or fairseq-validate's log); None without scores."""
     decode = None
     if exp.kind == "classification":
         accuracy = test_accuracy(gen / "validate.log")
@@ -156,19 +158,18 @@ def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path
     return {"experiment": exp.name, "model": m.name, "seed": seed, "params": log["params"],
             "last_update": log["last_update"],
             "train": [{k: p[k] for k in TRAIN_KEYS if k in p} for p in log["train"]], "valid": log["valid"],
-            "scores": scores, "decode_speed": decode, "stages": stages}
+            "scores": scores, "decode_speed": decode}
 
 
 def stage_records(run: Path) -> Dict[str, dict]:
     """Each finished stage's stamp, its commands as they read on any machine
-    (``stages.portable``)."""
-    roots = (str(PLUGIN.parent), str(run.parents[2]))
+    (``stages.portable_in``)."""
     out = {}
     for path in sorted((run / ".stages").glob("*.json")):
         if path.stem.endswith("begun"):
             continue
         stamp = json.loads(path.read_text())
-        out[path.stem] = {**stamp, "commands": [portable(argv, *roots) for argv in stamp["commands"]]}
+        out[path.stem] = {**stamp, "commands": [portable_in(run, argv) for argv in stamp["commands"]]}
     return out
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 from ..paths import CHECKOUT
+from .archive import committed_runs
+from .collect import RECORD
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
@@ -27,11 +29,11 @@ BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)"
 
 def records(exp: Experiment) -> Dict[str, List[dict]]:
     """model -> the committed records of its seeds, in the order the file lists them."""
-    runs = CHECKOUT / "results" / exp.name / "runs"
+    runs = committed_runs(exp)
     out = {}
     for m in exp.models.values():
         found = [json.loads(p.read_text(encoding="utf-8")) for seed in m.seeds
-                 if (p := runs / m.name / f"seed{seed}" / "run.json").is_file()]
+                 if (p := runs / m.name / f"seed{seed}" / RECORD).is_file()]
         if found:
             out[m.name] = found
     return out

@@ -52,7 +52,7 @@ from . import archive, guard, report
 from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
 from .collect import RECORD
-from .stages import (PLUGIN, Stage, StageError, execute, flag_value, ngpu, precision, portable, prepare_stage, run_dir,
+from .stages import (Stage, StageError, execute, flag_value, ngpu, precision, portable_in, prepare_stage, run_dir,
                      run_stages, shell)
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
@@ -430,12 +430,12 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     if run.exists() and not marker.is_file():
         return False
     committed_stages = json.loads(committed.read_text())["stages"] if committed.is_file() else None
-    stale = run.exists() and committed_stages is not None and committed_stages != json.loads(marker.read_text())
-    stages = json.loads(marker.read_text()) if run.exists() and not stale else committed_stages
+    restored_stages = json.loads(marker.read_text()) if run.exists() else None
+    stale = restored_stages is not None and committed_stages is not None and committed_stages != restored_stages
+    stages = restored_stages if restored_stages is not None and not stale else committed_stages
     if stages is None:
         return False
-    here = (str(PLUGIN.parent), str(run.parents[2]))
-    if any(s.name not in stages or stages[s.name]["commands"] != [portable(a, *here) for a in s.commands]
+    if any(s.name not in stages or stages[s.name]["commands"] != [portable_in(run, a) for a in s.commands]
            for s in chain):
         return False
     if (run.exists() and not stale) or not copy:

@@ -117,6 +117,12 @@ def portable(argv: List[str], checkout: str, work: str) -> List[str]:
     return out
 
 
+def portable_in(run: Path, argv: List[str]) -> List[str]:
+    """``portable`` for a command of the run folder ``run`` (``work/<exp>/<model>/seed<N>``):
+    its checkout is the plugin's, its work folder the one the run lies in."""
+    return portable(argv, str(PLUGIN.parent), str(run.parents[2]))
+
+
 def shell(argv: List[str]) -> str:
     """A command as a user types it: this interpreter as ``python``, paths inside the
     checkout relative to it."""
