@@ -15,8 +15,9 @@
 # The device tool gives a session 15 minutes of machine time in all (the start, about 30 s,
 # included) and one command at most 10 minutes, so a session runs what is still missing,
 # in calls back to back while the machine is warm.  Measured on an H200 (2026-11-26, the
-# log's seconds): installing the stack 147 s, tests 33 s, preparing the corpus 52 s, the
-# four bench tables 98 s + hard-ops 24 s; decode's fp32 pass did not finish in 200 s.
+# log's seconds): installing the stack 134-147 s, tests 24-33 s, preparing the corpus 46-52 s,
+# smoke about 210 s a precision, the four bench tables 98 s + hard-ops 24 s; decode's fp32
+# pass did not finish in 200 s.
 #
 #   run(command="bash scripts/gpu_checks.sh tests smoke", carry=[".whl"], timeout_s=560)
 #   run(command="bash scripts/gpu_checks.sh decode", carry=[".whl"], timeout_s=...)
@@ -107,12 +108,17 @@ for part in "${PARTS[@]}"; do
     ;;
   smoke)
     say "smoke: fairseq-train / fairseq-generate in fp16 and bf16, every mixer family"
-    # one work folder: the bf16 runs see the fp16 runs' other command and start over in the
-    # same run folders, after the fp16 table has been copied out
+    # a work folder per precision, over one prepared corpus: in a shared one the bf16 runs
+    # would see the fp16 runs' other command and train them again, so a call cut short by
+    # its limit could never finish both.  Each takes about 3.5 minutes on an H200 (train
+    # ~55 s, generate ~2 min: 100-update models decode to the length limit), so the two
+    # may need a second call, which continues where the first stopped.
+    mkdir -p $WORKDIR/data
     for precision in fp16 bf16; do
-      step 200 env PRECISION=$precision MIXER_WORK=$WORKDIR "$PY" -m mixer_plugin.experiments.runner \
+      mkdir -p $WORKDIR/$precision && ln -sfn ../data $WORKDIR/$precision/data
+      step 260 env PRECISION=$precision MIXER_WORK=$WORKDIR/$precision "$PY" -m mixer_plugin.experiments.runner \
         experiments/gpu_smoke.yaml --jobs 8 --threads 2
-      cp $WORKDIR/gpu_smoke/results.md "$OUT_DIR/gpu_smoke_$precision.md" 2>/dev/null || STATUS=1
+      cp $WORKDIR/$precision/gpu_smoke/results.md "$OUT_DIR/gpu_smoke_$precision.md" 2>/dev/null || STATUS=1
     done
     ;;
   bench)
