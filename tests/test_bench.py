@@ -231,3 +231,14 @@ def test_decode_benchmark_takes_mixers_or_an_experiment(e2e_data, tmp_path):
         decode.main([str(e2e_data.bin), "--experiment", "experiments/leaderboard.yaml", "--mixers", "transformer"])
     with pytest.raises(SystemExit, match="--experiment: .*nothing.yaml: no such experiment file"):
         decode.main([str(e2e_data.bin), "--experiment", str(tmp_path / "nothing.yaml")])
+
+
+def test_a_failed_write_leaves_the_old_tables(tmp_path):
+    """A benchmark that dies while writing its outputs (here: a payload JSON cannot hold)
+    keeps the tables of its last run instead of leaving a truncated file."""
+    md, js = tmp_path / "bench.md", tmp_path / "bench.json"
+    common.write_outputs(md, js, "| old |", {"rows": [1]})
+    with pytest.raises(TypeError):
+        common.write_outputs(md, js, "| new |", {"rows": [object()]})
+    assert json.loads(js.read_text()) == {"rows": [1]}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "bench.md"]

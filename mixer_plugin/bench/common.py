@@ -36,7 +36,8 @@ from torch import nn
 from fairseq.modules import MultiheadAttention
 
 from ..experiments.stages import machine
-from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, parse_item
+from ..data.prep import atomic_path
+from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, check_role, parse_item
 from ..paths import CHECKOUT
 
 # where every benchmark writes its tables by default: results/bench/<name>_<device>[...].{md,json}
@@ -96,13 +97,11 @@ def spec_problem(spec: str, roles) -> Optional[str]:
     """Why ``spec`` cannot be built in every one of ``roles`` (an unknown mixer or option, a
     bad value, a role the mixer does not fill), or None: a benchmark's own list of specs is
     checked against the registry before anything is timed."""
-    for role in roles:
-        try:
-            item = parse_item(role.flag, spec)
-        except MixerSpecError as e:
-            return str(e)
-        if role not in MIXER_REGISTRY[item.name].roles:
-            return f"{spec}: mixer {item.name} cannot be used as {role.value}"
+    try:
+        for role in roles:
+            check_role(parse_item(role.flag, spec), role)
+    except MixerSpecError as e:
+        return str(e)
     return None
 
 
@@ -405,17 +404,15 @@ def run_meta(device) -> dict:
 
 
 def write_outputs(md_path, json_path, md: str, payload: dict):
-    """The markdown table (printed instead when there is no path) and the raw JSON."""
+    """The markdown table (printed instead when there is no path) and the raw JSON, each
+    written whole or not at all (a benchmark killed while writing leaves the old table)."""
     if not md_path:
         print(md)
-    for path, text in ((md_path, md if md.endswith("\n") else md + "\n"), (json_path, None)):
+    for path, text in ((md_path, md if md.endswith("\n") else md + "\n"),
+                       (json_path, json.dumps(payload, indent=1))):
         if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(path, "w") as f:
-                if text is None:
-                    json.dump(payload, f, indent=1)
-                else:
-                    f.write(text)
+            with atomic_path(Path(path)) as tmp:
+                tmp.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
 
 

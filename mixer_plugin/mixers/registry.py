@@ -234,14 +234,20 @@ def resolve_layers(flag: str, text: str, num_layers: int, layers_flag: str):
     return mixers
 
 
+def check_role(spec: LayerMixer, role: Role, layer: Optional[int] = None) -> None:
+    """MixerSpecError unless the mixer of ``spec`` can fill ``role`` (in layer ``layer``)."""
+    entry = MIXER_REGISTRY[spec.name]
+    if role not in entry.roles:
+        can = ", ".join(sorted(r.value for r in entry.roles))
+        where = f" (layer {layer})" if layer is not None else ""
+        raise MixerSpecError(
+            f"{spec.flag}: mixer {spec.name} cannot be used as {role.value}{where}; it supports: {can}"
+        )
+
+
 def build_mixer(spec: LayerMixer, ctx: MixerContext) -> nn.Module:
     entry = MIXER_REGISTRY[spec.name]
-    if ctx.role not in entry.roles:
-        can = ", ".join(sorted(r.value for r in entry.roles))
-        raise MixerSpecError(
-            f"{spec.flag}: mixer {spec.name} cannot be used as {ctx.role.value} "
-            f"(layer {ctx.layer_index}); it supports: {can}"
-        )
+    check_role(spec, ctx.role, ctx.layer_index)
     try:
         return entry.factory(ctx, spec.options)
     except MixerSpecError as e:
