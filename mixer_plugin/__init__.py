@@ -11,4 +11,4 @@ compat.apply()
 
 from . import mixers, models  # noqa: E402,F401  (registration side effects)
 
-__version__ = "0.1.0"
+__version__ = "0.5.0"  # CHANGELOG.md says what each version holds

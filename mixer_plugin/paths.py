@@ -1,21 +1,43 @@
-"""Where things are: the checkout (experiments/, data-prep/, results/, work/) and the
-shared data folder beside it.
+"""Where things are: the plugin (the ``--user-dir``), the repository checkout it may sit in,
+and the project folder where runs write ``work/`` and ``results/``.
 
-The package is installed editable from a checkout (``pip install -e .``, what
-scripts/install.sh does), so the checkout is the package's parent.  Installed
-elsewhere, the current directory stands in for it.
+Installed editable from a checkout (``pip install -e .``, what scripts/install.sh does),
+the checkout is the package's parent, and a command started anywhere inside it works on
+the checkout's experiments/, work/ and results/.  Started from any other folder, or with the
+package installed into a user's own environment (``pip install .``), the current folder is
+the project: ``work/`` and ``results/`` go under it, and experiment files and corpora are
+read from wherever their paths point.
 """
 
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
-_PARENT = Path(__file__).resolve().parents[1]
-CHECKOUT = _PARENT if (_PARENT / "data-prep").is_dir() else Path.cwd()
+PLUGIN = Path(__file__).resolve().parent  # the package folder: fairseq's --user-dir
+
+
+def _checkout(folder: Path) -> Optional[Path]:
+    """``folder`` when it is this repository's checkout (it holds setup.py and experiments/)."""
+    return folder if (folder / "setup.py").is_file() and (folder / "experiments").is_dir() else None
+
+
+def _project(checkout: Optional[Path], cwd: Path) -> Path:
+    return checkout if checkout is not None and cwd.is_relative_to(checkout) else cwd
+
+
+_REPO = _checkout(PLUGIN.parent)  # None for an installed (not editable) package
+PROJECT = _project(_REPO, Path.cwd().resolve())  # where work/ and results/ go
+CHECKOUT = _REPO or PROJECT  # the repository's own files (experiments/, configs/, data/, README.md)
 # everything generated: data, checkpoints, logs (git-ignored); MIXER_WORK moves it
-WORK = Path(os.environ.get("MIXER_WORK") or CHECKOUT / "work").resolve()
-RESULTS = CHECKOUT / "results"  # what is committed: tables, plots, small run outputs
+WORK = Path(os.environ.get("MIXER_WORK") or PROJECT / "work").resolve()
+RESULTS = PROJECT / "results"  # what is committed: tables, plots, small run outputs
 SHARED_DATA = CHECKOUT.parent / "shared" / "data"  # the real corpora beside the checkout, where present
+
+
+def outside_checkout() -> bool:
+    """True when runs write under a folder of the user's own, not under the plugin's checkout."""
+    return PROJECT != _REPO
 
 
 def interpreter() -> str:
@@ -38,6 +60,6 @@ PYTHON = interpreter()
 
 
 def shown(path) -> str:
-    """A path as a user reads it: relative to the checkout when inside it."""
+    """A path as a user reads it: relative to the project folder when inside it."""
     p = Path(path).resolve()
-    return str(p.relative_to(CHECKOUT)) if p.is_relative_to(CHECKOUT) else str(path)
+    return str(p.relative_to(PROJECT)) if p.is_relative_to(PROJECT) else str(path)

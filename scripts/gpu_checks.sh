@@ -95,7 +95,7 @@ say "stack ready"
 
 DATA=$WORKDIR/data/debian_en_de
 data() {  # the bundled Debian EN-DE corpus, prepared as the runner prepares it (smoke's runner does it itself)
-  [[ -f $DATA/bin/dict.en.txt ]] || step 240 "$PY" data-prep/debian_en_de.py --root "$DATA" >/dev/null
+  [[ -f $DATA/bin/dict.en.txt ]] || step 240 "$PY" -m mixer_plugin.recipes.debian_en_de --root "$DATA" >/dev/null
 }
 
 for part in "${PARTS[@]}"; do

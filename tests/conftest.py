@@ -215,15 +215,24 @@ WORDS = "der die das haus katze hund baum auto ist gut schnell".split()
 TRAIN_LOG_LINE = "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 900 loss=4.2, wps=999, num_updates=50\n"
 
 
+def work_at(monkeypatch, path: Path):
+    """Point every module that keeps ``paths.WORK`` (where runs and prepared data go) at ``path``."""
+    from mixer_plugin.data import prep
+    from mixer_plugin.experiments import archive, runner, stages
+
+    for module in (prep, stages, archive, runner):
+        monkeypatch.setattr(module, "WORK", path)
+
+
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """write(models, hyp noise per model) -> the loaded experiment, with every (model,
     seed) given a finished-looking run folder in a private work/."""
     import random
 
-    from mixer_plugin.experiments import report, spec, stages
+    from mixer_plugin.experiments import report, spec
 
-    monkeypatch.setattr(stages, "WORK", tmp_path / "work")
+    work_at(monkeypatch, tmp_path / "work")
     monkeypatch.setattr(report, "make_plots", lambda *a: [])
     root = tmp_path / "work" / "data" / "debian_en_de"
     (root / "ref").mkdir(parents=True)

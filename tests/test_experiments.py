@@ -17,7 +17,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import E2E_REPO, e2e_env, rows
+from conftest import E2E_REPO, e2e_env, rows, work_at
 
 TINY_MODEL = ("--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
               "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4")
@@ -145,10 +145,10 @@ def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeyp
     "rebuilt:" stamp, which --commit then committed as "<a restored run> finished"."""
     import time
 
-    from mixer_plugin.experiments import report, spec, stages
+    from mixer_plugin.experiments import report, spec
 
     tmp, path, _ = finished
-    monkeypatch.setattr(stages, "WORK", tmp / "work")
+    work_at(monkeypatch, tmp / "work")
     out = tmp / "results" / "tiny.md"
     before = out.read_text()
     later = time.gmtime(4_000_000_000)  # another minute than the run's
@@ -535,3 +535,18 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     assert json.loads((run / ".stages" / "restored.json").read_text())["train"]["finished"] == "tuesday"
 
 
+
+
+@pytest.mark.parametrize("jobs,threads,runs,cores,want", [
+    (None, None, 1, 2, (1, 2)),  # one run: every core to it (it ran on one of two)
+    (None, None, 3, 2, (2, 1)),  # more runs than cores: one a core
+    (None, None, 2, 16, (2, 8)),
+    (2, None, 5, 16, (2, 8)),  # what the file or the command line says is kept; the rest fills the machine
+    (None, 4, 5, 16, (4, 4)),
+    (None, 4, 5, 2, (1, 4)),
+    (3, 1, 1, 16, (3, 1)),
+])
+def test_runs_and_threads_fill_the_machine_where_nothing_says(jobs, threads, runs, cores, want):
+    from mixer_plugin.experiments.runner import fit_cores
+
+    assert fit_cores(jobs, threads, runs, cores) == want

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from conftest import work_at
 from mixer_plugin.experiments import paper_rows
 from mixer_plugin.experiments.spec import load
 from mixer_plugin.experiments.stages import flag_value, prepare_stage, run_stages
@@ -24,7 +25,7 @@ def test_every_row_and_dataset_has_a_config_and_a_recipe():
     prep = recipes()
     for arch, spec in ARCHITECTURES.items():
         for data in spec.data:
-            assert data in prep, f"{arch}: no data-prep recipe {data}"
+            assert data in prep, f"{arch}: no data recipe {data}"
             if spec.rows and data not in paper_rows.CPU_DATA:
                 assert data in paper_rows.RECIPES, f"{arch}: no training recipe for {data}"
                 assert f"{spec.paper}/{arch}.{data}.yaml" in have, (arch, data)
@@ -39,9 +40,7 @@ def test_every_row_and_dataset_has_a_config_and_a_recipe():
 
 def commands(name, tmp_path, monkeypatch, **env):
     """The runner's stages of a config, with its data 'prepared' in tmp_path."""
-    from mixer_plugin.experiments import stages
-
-    monkeypatch.setattr(stages, "WORK", tmp_path)
+    work_at(monkeypatch, tmp_path)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     exp = load(paper_rows.CONFIGS / f"{name}.yaml")

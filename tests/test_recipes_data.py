@@ -1,4 +1,4 @@
-"""data-prep/ over mixer_plugin.data: every recipe on a tiny archive laid out like the
+"""The recipes (mixer_plugin/recipes) over mixer_plugin.data: every recipe on a tiny archive laid out like the
 real download, and the download / resume / failure rules (no network: ``--downloads``
 with ``--offline``, and ``file://`` URLs for the download path itself).
 
@@ -9,6 +9,7 @@ Google's BPE tarball, the WMT17 preprocessed folder, sumdata, DMQA stories).
 
 import gzip
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -389,7 +390,7 @@ def test_debian_cls_labels_must_pair_with_inputs(tmp_path):
     bad = run_recipe("debian_cls", "--corpus", cls, "--root", tmp_path / "cls", "--vocab", "120", check=False)
     assert bad.returncode == 2, bad.stderr
     assert bad.stderr.strip().splitlines()[-1] == (
-        "data-prep/debian_cls: error: train: the sides have different line counts {'input0': 60, 'label': 59}")
+        "mixer-prepare debian_cls: error: train: the sides have different line counts {'input0': 60, 'label': 59}")
     assert not (tmp_path / "cls" / "prep.json").exists()
 
 
@@ -424,7 +425,7 @@ def test_partial_user_download_is_one_clear_line(tmp_path):
     # one line; before it only the notice fairseq prints on import (fairseq.tasks.text_to_speech)
     err = [line for line in proc.stderr.strip().splitlines() if not line.startswith("INFO:fairseq.tasks")]
     assert proc.returncode == 2 and len(err) == 1, proc.stderr
-    assert err[0].startswith("data-prep/iwslt14_de_en: error:") and "de-en.tgz" in err[0] and "truncated" in err[0]
+    assert err[0].startswith("mixer-prepare iwslt14_de_en: error:") and "de-en.tgz" in err[0] and "truncated" in err[0]
     # nothing a rerun would trust: no raw data, no finished step
     assert not (root / "raw").exists() and not list((root / ".steps").iterdir())
     missing = run_recipe("iwslt14_de_en", "--root", tmp_path / "y", check=False)
@@ -458,18 +459,18 @@ def test_bundled_corpus_is_the_default_without_the_shared_folder(monkeypatch):
     """A fresh clone has no shared data folder beside it: debian_en_de must read the copy in
     data/debian-en-de (it looked for data/en-de, so the quickstart stopped at its first
     stage), per-source test scores included."""
-    from mixer_plugin.data import debian, recipes
+    from mixer_plugin.data import debian
 
     seen = {}
     monkeypatch.setattr(debian, "SHARED_DATA", REPO / "no-shared-data")
     monkeypatch.setattr(debian, "run_pipeline", lambda ws, spec, write_raw: seen.update(spec=spec))
-    recipes.load_script(REPO / "data-prep" / "debian_en_de.py").main(["--root", "/tmp/unused"])
+    importlib.import_module("mixer_plugin.recipes.debian_en_de").main(["--root", "/tmp/unused"])
     extra = seen["spec"].extra
     assert extra["corpus"] == str(REPO / "data" / "debian-en-de")
     sources = debian.test_sources(Path(extra["corpus"]), "en")
     assert len(sources) == 3147 and sources[0] == "ddtp" and sources[-1] == "handbook"
     with pytest.raises(SystemExit):  # the other Debian corpora are not bundled: one line naming --corpus
-        recipes.load_script(REPO / "data-prep" / "debian_sum.py").main(["--root", "/tmp/unused"])
+        importlib.import_module("mixer_plugin.recipes.debian_sum").main(["--root", "/tmp/unused"])
 
 
 def test_moses_normalisation_is_an_option():

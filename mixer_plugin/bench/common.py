@@ -38,10 +38,10 @@ from fairseq.modules import MultiheadAttention
 from ..experiments.stages import machine
 from ..data.prep import atomic_path
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, check_role, parse_item
-from ..paths import CHECKOUT
+from ..paths import CHECKOUT, RESULTS as PROJECT_RESULTS
 
 # where every benchmark writes its tables by default: results/bench/<name>_<device>[...].{md,json}
-RESULTS = CHECKOUT / "results" / "bench"
+RESULTS = PROJECT_RESULTS / "bench"
 
 # registered variants benchmarked besides each mixer's defaults
 # (the kernel=conv rows are eq. 5's grouped-conv formulation, timed beside the default per-slot GEMMs)

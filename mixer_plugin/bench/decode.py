@@ -59,7 +59,7 @@ from typing import Dict, List, Optional, Tuple
 from ..experiments.stages import PRECISIONS, command_env
 from ..mixers.base import WindowMixer
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, Role, build_mixer, parse_item
-from ..paths import CHECKOUT
+from ..paths import PLUGIN
 from .common import RESULTS, command_line, cpu_label, write_outputs
 
 SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s")
@@ -166,7 +166,7 @@ def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") ->
     precision; one already in ``save`` is reused."""
     if (save / "checkpoint_last.pt").is_file():
         return save / "checkpoint_last.pt"
-    argv = [sys.executable, "-m", "fairseq_cli.train", data, "--user-dir", str(CHECKOUT / "mixer_plugin"),
+    argv = [sys.executable, "-m", "fairseq_cli.train", data, "--user-dir", str(PLUGIN),
             "--task", "translation", "--source-lang", langs[0], "--target-lang", langs[1],
             *flags, "--optimizer", "adam", "--lr", "1e-9",
             "--max-tokens", "2048", "--max-update", "1", "--save-dir", str(save), "--no-epoch-checkpoints",
@@ -184,7 +184,7 @@ def generate(data, checkpoint, L, beam, sentences, langs, profile=False, device=
     from fairseq import options
     from fairseq_cli import generate as fairseq_generate
 
-    argv = [data, "--user-dir", str(CHECKOUT / "mixer_plugin"), "--task", "translation", "--source-lang",
+    argv = [data, "--user-dir", str(PLUGIN), "--task", "translation", "--source-lang",
             langs[0], "--target-lang", langs[1], "--path", str(checkpoint), "--gen-subset", "test", "--beam",
             str(beam), "--nbest", "1", "--batch-size", str(sentences), "--required-batch-size-multiple", "1",
             "--max-len-a", "0", "--max-len-b", str(L), "--min-len", str(L), "--quiet", "--seed", "1",

@@ -1,4 +1,4 @@
-"""Data preparation shared by every dataset recipe (``data-prep/<dataset>.py``):
+"""Data preparation shared by every dataset recipe (``mixer_plugin/recipes/<dataset>.py``):
 download and verify, read the release, tokenize, learn subwords, binarize for fairseq
 (``prep``), and undo it on the model's output (``postprocess``).  ``recipes`` runs a
 recipe by name (``mixer-prepare``)."""

@@ -1,5 +1,5 @@
 """The Debian corpora (en-de, sum-en, cls-section): split files read as they are, one
-joint sentencepiece model (data-prep/debian_*.py).
+joint sentencepiece model (mixer_plugin/recipes/debian_*.py).
 
 A corpus folder holds ``{train,valid,test}.<side>``, plain or xz-compressed
 (``train.en.xz``: the copy of the EN-DE corpus bundled in ``data/debian-en-de``).

@@ -42,7 +42,7 @@ def main(argv=None):
     p.add_argument("--out-dir", type=Path, required=True)
     args = p.parse_args(argv)
     if not args.prep.is_file():
-        raise PrepError(f"--prep {args.prep} not found (run the dataset's data-prep recipe first)")
+        raise PrepError(f"--prep {args.prep} not found (prepare the dataset first: mixer-prepare NAME)")
     prep = json.loads(args.prep.read_text())
     root = args.prep.parent
     hyps = hypotheses(args.log)

@@ -1,6 +1,6 @@
-"""The machinery every data-prep recipe shares.
+"""The machinery every data recipe shares.
 
-A recipe (one small script per dataset in ``data-prep/``) declares what it downloads
+A recipe (one small module per dataset in ``mixer_plugin/recipes/``) declares what it downloads
 and how its raw splits are read; this module does the rest, the same way for every
 dataset:
 
@@ -52,7 +52,7 @@ class PrepError(Exception):
 
 
 def say(msg: str):
-    print(f"[data-prep {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    print(f"[mixer-prepare {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 # ----------------------------------------------------------------------- files
@@ -358,7 +358,7 @@ class Workspace:
 
 def common_parser(recipe: str, doc: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=f"data-prep/{recipe}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=f"mixer-prepare {recipe}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--root", type=Path, help=f"output folder [work/data/{recipe}]")
     p.add_argument("--downloads", action="append", metavar="DIR",
@@ -788,8 +788,17 @@ def binarize(ws: Workspace, spec: Parallel, joint: bool):
     return {}
 
 
+def data_root(recipe: str, prepare: Sequence[str] = ()) -> Path:
+    """Where a recipe's data goes: ``work/data/<recipe>``, or ``<recipe>.<hash>`` when it is
+    given arguments of its own (an experiment's ``prepare:``), so that each set of
+    arguments has a folder of its own and ``mixer-prepare`` and ``mixer-run`` find the same one."""
+    if not prepare:
+        return WORK / "data" / recipe
+    return WORK / "data" / f"{recipe}.{hashlib.sha256(shlex.join(prepare).encode()).hexdigest()[:8]}"
+
+
 def resolve_root(args, recipe: str) -> Path:
-    return args.root or (WORK / "data" / recipe)
+    return args.root or data_root(recipe)
 
 
 def main_wrapper(recipe: str, fn: Callable[[], None]):
@@ -797,9 +806,9 @@ def main_wrapper(recipe: str, fn: Callable[[], None]):
     try:
         fn()
     except PrepError as e:
-        print(f"data-prep/{recipe}: error: {e}", file=sys.stderr)
+        print(f"mixer-prepare {recipe}: error: {e}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
-        print(f"data-prep/{recipe}: interrupted; finished steps are kept, the rest is redone next time",
+        print(f"mixer-prepare {recipe}: interrupted; finished steps are kept, the rest is redone next time",
               file=sys.stderr)
         sys.exit(130)

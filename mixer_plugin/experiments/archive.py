@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List
 
 from ..data.prep import atomic_path
-from ..paths import CHECKOUT, WORK
+from ..paths import PROJECT, RESULTS, WORK
 from .collect import RECORD, ModelResult
 from .spec import Experiment
 
@@ -18,7 +18,7 @@ from .spec import Experiment
 def results_path(exp: Experiment) -> Path:
     if exp.results is None:
         return WORK / exp.name / "results.md"
-    return exp.results if exp.results.is_absolute() else CHECKOUT / exp.results
+    return exp.results if exp.results.is_absolute() else PROJECT / exp.results
 
 
 def kept_runs(exp: Experiment) -> Path:
@@ -29,7 +29,7 @@ def kept_runs(exp: Experiment) -> Path:
 def committed_runs(exp: Experiment) -> Path:
     """Where an experiment's runs are committed: its kept runs, or, for an experiment that
     writes under work/ (the quickstart), ``results/<name>/runs/``, a run of it copied by hand."""
-    return kept_runs(exp) if exp.results is not None else CHECKOUT / "results" / exp.name / "runs"
+    return kept_runs(exp) if exp.results is not None else RESULTS / exp.name / "runs"
 
 
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]):

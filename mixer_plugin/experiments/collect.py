@@ -18,9 +18,10 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import scoring
 from ..data.prep import atomic_path
-from ..paths import CHECKOUT, shown
+from ..paths import PROJECT, shown
 from .spec import Experiment, Model
-from .stages import data_root, flag_value, portable_in, prep_manifest, run_dir, shell
+from ..data.prep import data_root
+from .stages import flag_value, portable_in, prep_manifest, run_dir, shell
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
 PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
@@ -75,7 +76,7 @@ def bench_speeds(exp: Experiment) -> Dict[str, dict]:
     first beam when the experiment sets none)."""
     out = {}
     for kind, path in exp.speed.items():
-        path = path if path.is_absolute() else CHECKOUT / path
+        path = path if path.is_absolute() else PROJECT / path
         if not path.is_file():
             continue
         payload = json.loads(path.read_text())

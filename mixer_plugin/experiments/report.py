@@ -27,7 +27,8 @@ from .archive import keep_run_outputs, results_path
 from .collect import (PRIMARY, ModelResult, bench_speeds, collect, first_run, keys, run_bootstraps, seed_stats,
                       summarizes)
 from .spec import Experiment, paper_figures
-from .stages import data_root, prep_manifest, prepare_stage, run_stages, shell
+from ..data.prep import data_root
+from .stages import prep_manifest, prepare_stage, run_stages, shell
 
 
 def distinct_cell(r: ModelResult) -> str:

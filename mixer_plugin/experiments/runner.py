@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..data.prep import atomic_path, sweep_leftovers
-from ..paths import WORK, shown
+from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, guard, report
 from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
@@ -112,10 +112,30 @@ def training_status(stage: Stage) -> str:
     return line
 
 
+def machine_cores() -> int:
+    """The cores this process may use (its affinity mask, as a batch scheduler sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+def fit_cores(jobs: Optional[int], threads: Optional[int], runs: int, cores: int) -> Tuple[int, int]:
+    """(runs at a time, threads each): what the command line or the experiment file says,
+    and what neither says filled in so that their product is ``cores``: as many runs at a
+    time as there are runs (up to one a core), the cores shared out among them."""
+    if jobs is None:
+        jobs = max(1, min(runs, cores)) if threads is None else max(1, cores // threads)
+    if threads is None:
+        threads = max(1, cores // jobs)
+    return jobs, threads
+
+
 class Runner:
-    def __init__(self, exp: Experiment, jobs: int, threads: int, only=None, seeds=None, dry_run=False,
-                 commit=False):
-        self.exp, self.jobs, self.threads = exp, jobs, threads
+    def __init__(self, exp: Experiment, jobs: Optional[int] = None, threads: Optional[int] = None, only=None,
+                 seeds=None, dry_run=False, commit=False):
+        """``jobs``/``threads``: runs at a time and threads each; None: fitted to the machine."""
+        self.exp = exp
         self.dry_run, self.commit = dry_run, commit
         self.writing = threading.Lock()
         missing = set(only or ()) - set(exp.models)
@@ -131,6 +151,9 @@ class Runner:
             key = (m.data, tuple(m.prepare))
             if key not in self.prepared:
                 self.prepared[key] = prepare_stage(m.data, m.prepare)
+        runs = sum(1 for m in self.models for seed in m.seeds if not seeds or seed in seeds)
+        self.fitted = jobs is None or threads is None
+        self.jobs, self.threads = fit_cores(jobs, threads, runs, machine_cores())
 
     def chains(self) -> List[Tuple[str, List[Stage]]]:
         """(label, stages) of every (model, seed), built once the data is prepared (the
@@ -209,7 +232,10 @@ class Runner:
         cores = self.jobs * self.threads
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
         self.progress.say(f"{exp.name}: {len(self.models)} models; {self.jobs} runs at a time x {self.threads} "
-                          f"threads = {cores} cores")
+                          f"threads = {cores} cores" + (" (fitted to this machine)" if self.fitted else ""))
+        if outside_checkout():
+            self.progress.say(f"writing under {PROJECT}: runs and data in {shown(WORK)}/, "
+                              f"results in {shown(archive.results_path(exp))}")
         results = archive.results_path(exp)
         if self.commit and git_repo(results) is None:
             self.progress.say(f"--commit: {shown(results)} is outside any git repository, or ignored in its own: "
@@ -480,8 +506,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="mixer-run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", help="an experiment file (experiments/*.yaml, configs/<paper>/*.yaml)")
-    p.add_argument("--jobs", type=int, help="runs at a time [the file's jobs, else 1]")
-    p.add_argument("--threads", type=int, help="threads per run [the file's threads, else 1]")
+    p.add_argument("--jobs", type=int, help="runs at a time [the file's jobs, else fitted to the machine's cores]")
+    p.add_argument("--threads", type=int,
+                   help="threads per run [the file's threads, else the machine's cores shared among the runs]")
     p.add_argument("--only", help="comma-separated models of the file to run")
     p.add_argument("--seeds", help="comma-separated seeds to run (of those the file lists)")
     p.add_argument("--results-only", action="store_true", help="only rebuild the results from the run folders")

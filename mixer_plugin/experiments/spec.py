@@ -3,7 +3,7 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
 
     name: quickstart                  # work/<name>/; results/<name>.md unless results: says otherwise
     title: Transformer vs multiNN on the bundled Debian EN-DE corpus
-    data: debian_en_de                # a data-prep recipe (mixer-prepare --list)
+    data: debian_en_de                # a data recipe (mixer-prepare --list)
     prepare: --vocab 8000             # more arguments for it (optional)
     task: --truncate-source           # task flags that training and decoding both need (optional)
     train: --share-all-embeddings --optimizer adam --lr 0.001 ...   # fairseq-train flags of every model
@@ -11,7 +11,7 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
     score: {metrics: [bleu, chrf], baseline: transformer, by_source: true}
     seeds: [1]
     jobs: 2                           # runs at a time ...
-    threads: 1                        # ... with this many threads each (the core budget)
+    threads: 1                        # ... with this many threads each (neither: every core of the machine)
     speed:                            # the speed columns from idle-machine benchmarks of every row (optional)
       train: results/bench/bench_train_cpu.json  # mixer-bench train <this file>
       decode: results/bench/bench_decode_<name>_cpu.json  # mixer-bench decode DATA --experiment <this file>
@@ -116,8 +116,8 @@ class Experiment:
     train: List[str]
     models: Dict[str, Model]
     results: Optional[Path]  # the markdown file; None: work/<name>/results.md (nothing tracked)
-    jobs: int
-    threads: int
+    jobs: Optional[int]  # runs at a time; None: mixer-run fits it to the machine's cores
+    threads: Optional[int]  # threads a run; None: likewise
     samples: int  # source / hypothesis / reference lines printed at the end
     speed: Dict[str, Path] = field(default_factory=dict)  # train / decode -> a benchmark's JSON (SPEED)
 
@@ -309,6 +309,6 @@ def load(path) -> Experiment:
         description=str(raw.get("description", "")).strip(), kind=kind,
         task=flag_list(raw.get("task"), where("task")), train=flag_list(raw.get("train"), where("train")),
         models=models,
-        results=Path(results) if results else None, jobs=raw.get("jobs", 1), threads=raw.get("threads", 1),
+        results=Path(results) if results else None, jobs=raw.get("jobs"), threads=raw.get("threads"),
         samples=raw.get("samples", 0), speed={k: Path(v) for k, v in speed.items()},
     )

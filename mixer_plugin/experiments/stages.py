@@ -34,13 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..data.prep import atomic_path
-from ..paths import PYTHON, WORK, shown
+from ..data.prep import atomic_path, data_root
+from ..paths import PLUGIN, PYTHON, WORK, shown
 from . import guard
 from .checkpoints import resume_point
 from .spec import Experiment, Model
 
-PLUGIN = Path(__file__).resolve().parents[1]  # --user-dir
 
 
 class StageError(RuntimeError):
@@ -131,13 +130,6 @@ def shell(argv: List[str]) -> str:
 
 
 # --------------------------------------------------------------------- layout
-def data_root(recipe: str, prepare: List[str]) -> Path:
-    """work/data/<recipe>, or <recipe>.<hash> when the experiment passes its own arguments."""
-    if not prepare:
-        return WORK / "data" / recipe
-    return WORK / "data" / f"{recipe}.{hashlib.sha256(shlex.join(prepare).encode()).hexdigest()[:8]}"
-
-
 def run_dir(exp: Experiment, model: Model, seed: int) -> Path:
     return WORK / exp.name / model.name / f"seed{seed}"
 

@@ -61,7 +61,7 @@ class Arch(NamedTuple):
     base: str  # a key of BASES
     defaults: dict  # flag dest -> value, applied before the base's defaults
     rows: Tuple[Row, ...] = ()  # the paper rows it stands for; () when it is in no paper
-    # the data-prep recipes (data-prep/<name>) of the datasets those rows report
+    # the data recipes (mixer-prepare NAME) of the datasets those rows report
     data: Tuple[str, ...] = ()
     note: str = ""  # what it is, for an arch in no paper (CPU sizes, extensions)
     reading: str = ""  # where the paper is ambiguous: the reading it uses, with equation numbers

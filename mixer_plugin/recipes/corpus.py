@@ -11,33 +11,58 @@ aligned line by line, untokenized.  The text is kept as it is; one joint sentenc
 model (``--vocab``, unigram, 8k by default) is learned on train, then
 fairseq-preprocess --joined-dictionary.  An optional ``test.source`` (one name per
 test line) gives per-source scores.  ``--config`` writes an experiment file that
-trains the CPU-size transformer and multiNN on the result (edit its models and budget;
-``mixer-run`` prepares the data itself when the file is run elsewhere).
+trains the CPU-size transformer and multiNN on the result (edit its models and budget).
+The data goes where ``mixer-run`` looks for that file's data (``work/data/corpus.<hash>``
+of the arguments), so the run uses it instead of preparing it again; on another machine
+``mixer-run`` prepares it itself.
 """
 
+import shlex
 import sys
 from pathlib import Path
+from typing import List, Optional
 
 import yaml
 
 from mixer_plugin.data.debian import copy_split_files, test_sources
-from mixer_plugin.data.prep import (Parallel, PrepError, Workspace, add_subword_args, common_parser, main_wrapper,
-                                    resolve_root, run_pipeline, write_lines)
+from mixer_plugin.data.prep import (Parallel, PrepError, Workspace, add_subword_args, common_parser, data_root,
+                                    main_wrapper, run_pipeline, shown, write_lines)
 
 RECIPE = "corpus"
 RECIPES = {RECIPE: []}
 
 
-def experiment_file(args, root: Path) -> dict:
+# options that change where or how often the data is made, not the data: left out of the
+# experiment file's prepare: (so a rerun of it never redoes its data) -> how many values follow
+NOT_THE_DATA = {"--config": 1, "--root": 1, "--force": 0, "--workers": 1}
+
+
+def prepare_args(argv: List[str], corpus: Path) -> List[str]:
+    """The arguments that make the data, as the experiment file's ``prepare:`` passes them
+    to this recipe: the command line less ``NOT_THE_DATA``, with ``--corpus`` absolute."""
+    out, tokens = [], iter(argv)
+    for token in tokens:
+        name, eq, _ = token.partition("=")
+        if name in NOT_THE_DATA or name == "--corpus":
+            if not eq:
+                for _ in range(NOT_THE_DATA.get(name, 1)):
+                    next(tokens, None)
+            if name == "--corpus":
+                out += ["--corpus", str(corpus)]
+            continue
+        out.append(token)
+    return out
+
+
+def experiment_file(args, prepare: List[str]) -> dict:
     """A starting experiment: the leaderboard's CPU recipe (experiments/leaderboard.yaml), tuned on
     the 105k-pair Debian corpus (results/baseline_tuning.md); a much smaller corpus may want
-    --dropout 0.1 or more."""
-    prepare = f"--corpus {args.corpus.resolve()} --src {args.src} --tgt {args.tgt} --vocab {args.vocab}"
+    --dropout 0.1 or more.  No jobs/threads: mixer-run fits them to the machine it runs on."""
     return {
         "name": f"corpus_{args.src}_{args.tgt}",
         "title": f"{args.src}->{args.tgt} on {args.corpus.name}",
         "data": RECIPE,
-        "prepare": prepare,
+        "prepare": shlex.join(prepare),
         "train": "--share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0 --lr 0.002 --lr-scheduler inverse_sqrt "
                  "--warmup-updates 400 --warmup-init-lr 1e-07 --dropout 0.0 --criterion label_smoothed_cross_entropy "
                  "--label-smoothing 0.1 --max-tokens 2048 --max-update 3750 --no-epoch-checkpoints "
@@ -54,7 +79,8 @@ def experiment_file(args, root: Path) -> dict:
     }
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     p = common_parser(RECIPE, __doc__)
     p.add_argument("--corpus", type=Path, required=True, help="folder with {train,valid,test}.{SRC,TGT}")
     p.add_argument("--src", required=True, help="source language suffix of the files")
@@ -66,7 +92,9 @@ def main(argv=None):
         raise PrepError("--src and --tgt must differ")
     if not args.corpus.is_dir():
         raise PrepError(f"--corpus {args.corpus} is not a folder")
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    args.corpus = args.corpus.resolve()  # the file's prepare: and the steps' options name it so
+    prepare = prepare_args(argv, args.corpus)
+    ws = Workspace(args.root or data_root(RECIPE, prepare), args, RECIPE)
     sources = test_sources(args.corpus, args.src)
     extra = {"corpus": str(args.corpus), **({"sources": {"test": "raw/test.source"}} if sources else {})}
     spec = Parallel(args.src, args.tgt, {"train": "train", "valid": "valid", "test": "test"}, tokenize="none",
@@ -80,7 +108,11 @@ def main(argv=None):
     run_pipeline(ws, spec, write_raw)
     if args.config:
         args.config.parent.mkdir(parents=True, exist_ok=True)
-        args.config.write_text(yaml.safe_dump(experiment_file(args, ws.root), sort_keys=False), encoding="utf-8")
+        header = (f"# written by `mixer-prepare corpus`; its data is {shown(ws.root)}"
+                  + (" (mixer-run prepares its own copy: --root was given)" if args.root else "")
+                  + "\n# no jobs/threads: mixer-run runs as many runs at a time as the machine has cores for\n")
+        args.config.write_text(header + yaml.safe_dump(experiment_file(args, prepare), sort_keys=False),
+                               encoding="utf-8")
         print(f"wrote {args.config}: run it with `mixer-run {args.config}`")
 
 

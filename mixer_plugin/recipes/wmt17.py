@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """wmt17_<src>_<tgt>: the WMT'17 news translation pairs (de, fi, lv, ru, tr, cs, zh <-> en).
 
-    python data-prep/wmt17.py --src en --tgt de [--variant preprocessed|ihead]
+    python -m mixer_plugin.recipes.wmt17 --src en --tgt de [--variant preprocessed|ihead]
     mixer-prepare wmt17_en_de                      # the same, by recipe name
 
 Variants:
