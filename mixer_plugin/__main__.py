@@ -20,8 +20,10 @@ def main(argv=None) -> int:
     if argv == ["--version"]:
         print(__version__)
         return 0
-    print(f"usage: python -m mixer_plugin [--version]  (prints the --user-dir path; got {' '.join(argv)!r})",
-          file=sys.stderr)
+    print(
+        f"usage: python -m mixer_plugin [--version]  (prints the --user-dir path; got {' '.join(argv)!r})",
+        file=sys.stderr,
+    )
     return 2
 
 

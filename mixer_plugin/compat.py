@@ -53,11 +53,10 @@ def checkpoint_and_broadcast_globals():
     import collections
     import typing
 
+    from fairseq.distributed.utils import _TensorPlaceholder
     from omegaconf import DictConfig, ListConfig
     from omegaconf.base import ContainerMetadata, Metadata
     from omegaconf.nodes import AnyNode
-
-    from fairseq.distributed.utils import _TensorPlaceholder
 
     return [
         argparse.Namespace,
@@ -156,10 +155,12 @@ def _resume_batches_as_started():
 
     @functools.wraps(original)
     def get_batch_iterator(self, dataset, *args, epoch=1, **kwargs):
-        built_once = (not kwargs.get("disable_iterator_cache", False)
-                      and not kwargs.get("update_epoch_batch_itr", False)
-                      and not getattr(self.cfg, "rebuild_batches", False)
-                      and self.can_reuse_epoch_itr(dataset))
+        built_once = (
+            not kwargs.get("disable_iterator_cache", False)
+            and not kwargs.get("update_epoch_batch_itr", False)
+            and not getattr(self.cfg, "rebuild_batches", False)
+            and self.can_reuse_epoch_itr(dataset)
+        )
         if epoch <= 1 or not built_once or dataset in self.dataset_to_epoch_iter:
             return original(self, dataset, *args, epoch=epoch, **kwargs)
         iterator = original(self, dataset, *args, epoch=1, **kwargs)  # the batches of epoch 1 ...
@@ -206,7 +207,9 @@ def _bf16_without_a_tpu():
             device = "the CPU" if common.cpu or not torch.cuda.is_available() else "CUDA"
             logging.getLogger(__name__).info(
                 "--bf16 without torch_xla: training in bfloat16 on %s, not on a TPU "
-                "(stock fairseq takes --bf16 to mean --tpu)", device)
+                "(stock fairseq takes --bf16 to mean --tpu)",
+                device,
+            )
             common.tpu = False  # distributed_training.tpu follows it (an interpolation)
         return original_call_main(cfg, main, **kwargs)
 

@@ -146,9 +146,14 @@ def score_wer(hyps, refs):
     return 100.0 * out.wer, len(refs) - len(pairs)
 
 
-def score(hyps: Sequence[str], refs: Sequence[str], metrics: Sequence[str] = ("bleu", "chrf"),
-          hyps_tok: Optional[Sequence[str]] = None, refs_tok: Optional[Sequence[str]] = None,
-          options: Options = Options()) -> Dict:
+def score(
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    metrics: Sequence[str] = ("bleu", "chrf"),
+    hyps_tok: Optional[Sequence[str]] = None,
+    refs_tok: Optional[Sequence[str]] = None,
+    options: Options = Options(),
+) -> Dict:
     """One system's scores, {metric: value} plus each metric's detail and signature.
     ``hyps_tok``/``refs_tok``: the tokenized text, for ``tok_bleu`` and WER on tokens."""
     metrics = check_metrics(metrics)
@@ -170,15 +175,17 @@ def score(hyps: Sequence[str], refs: Sequence[str], metrics: Sequence[str] = ("b
         elif m == "rouge":
             res.update(score_rouge(hyps, refs, options.rouge_sent_sep))
             res["rouge_signature"] = "rouge-score|F1|stemmer:porter|avg:segments" + (
-                f"|lsum-sep:{options.rouge_sent_sep}" if options.rouge_sent_sep else "")
+                f"|lsum-sep:{options.rouge_sent_sep}" if options.rouge_sent_sep else ""
+            )
         elif m == "rougeL":
             res["rougeL"] = score_rouge(hyps, refs, None, ("rougeL",))["rougeL"]
             res["rougeL_signature"] = "rouge-score|F1|stemmer:porter|avg:segments"
         elif m == "wer":
             on_tok = options.wer_on_tok
             res["wer"], skipped = score_wer(hyps_tok if on_tok else hyps, refs_tok if on_tok else refs)
-            res["wer_signature"] = (f"jiwer|corpus|{'tokenized' if on_tok else 'detokenized'}"
-                                    f"|empty-refs-skipped:{skipped}")
+            res["wer_signature"] = (
+                f"jiwer|corpus|{'tokenized' if on_tok else 'detokenized'}|empty-refs-skipped:{skipped}"
+            )
     return res
 
 
@@ -193,8 +200,9 @@ def by_source(sources: Sequence[str], metrics, hyps, refs, options: Options = Op
         out[name] = {"lines": len(idx)}
         for m in metrics:
             if m in SACRE:
-                out[name][m] = round(score_sacre(m, [hyps[i] for i in idx], [refs[i] for i in idx],
-                                                 options.lowercase)[0], 2)
+                out[name][m] = round(
+                    score_sacre(m, [hyps[i] for i in idx], [refs[i] for i in idx], options.lowercase)[0], 2
+                )
     return out
 
 
@@ -202,9 +210,16 @@ def headline(m):
     return ["rouge1", "rouge2", "rougeL", "rougeLsum"] if m == "rouge" else [m]
 
 
-def bootstrap(hyps: Sequence[str], base: Sequence[str], refs: Sequence[str], metrics: Sequence[str],
-              hyps_tok: Optional[Sequence[str]] = None, base_tok: Optional[Sequence[str]] = None,
-              refs_tok: Optional[Sequence[str]] = None, options: Options = Options()) -> Dict:
+def bootstrap(
+    hyps: Sequence[str],
+    base: Sequence[str],
+    refs: Sequence[str],
+    metrics: Sequence[str],
+    hyps_tok: Optional[Sequence[str]] = None,
+    base_tok: Optional[Sequence[str]] = None,
+    refs_tok: Optional[Sequence[str]] = None,
+    options: Options = Options(),
+) -> Dict:
     """Paired bootstrap resampling of a system against a baseline on the same references:
     {metric: {baseline, system, their resampled means and 95% intervals, p_value,
     signature}}, for bleu / chrf / ter (sacrebleu's test), tok_bleu and ROUGE."""
@@ -222,10 +237,20 @@ def bootstrap(hyps: Sequence[str], base: Sequence[str], refs: Sequence[str], met
         groups.append((sacre, base, hyps, refs))
     if "tok_bleu" in metrics:
         cs = compound_split if options.compound_split else (lambda x: x)
-        groups.append(({"tok_bleu": sacre_metric("bleu", options.lowercase, tokenized=True)},
-                       [cs(x) for x in base_tok], [cs(x) for x in hyps_tok], [cs(x) for x in refs_tok]))
-    rouge_types = [t for m in metrics if m in ("rouge", "rougeL") for t in (
-        ("rouge1", "rouge2", "rougeL") if m == "rouge" else ("rougeL",))]
+        groups.append(
+            (
+                {"tok_bleu": sacre_metric("bleu", options.lowercase, tokenized=True)},
+                [cs(x) for x in base_tok],
+                [cs(x) for x in hyps_tok],
+                [cs(x) for x in refs_tok],
+            )
+        )
+    rouge_types = [
+        t
+        for m in metrics
+        if m in ("rouge", "rougeL")
+        for t in (("rouge1", "rouge2", "rougeL") if m == "rouge" else ("rougeL",))
+    ]
     if rouge_types:
         out.update(rouge_bootstrap(options, rouge_types, base, hyps, refs))
     for named, b, h, r in groups:
@@ -236,10 +261,14 @@ def bootstrap(hyps: Sequence[str], base: Sequence[str], refs: Sequence[str], met
                 continue
             base_res, sys_res = scores[key]
             out[name] = {
-                "baseline": round(base_res.score, 2), "system": round(sys_res.score, 2),
-                "baseline_mean": round(float(base_res.mean), 2), "baseline_ci95": round(float(base_res.ci), 2),
-                "system_mean": round(float(sys_res.mean), 2), "system_ci95": round(float(sys_res.ci), 2),
-                "p_value": round(float(sys_res.p_value), 4), "signature": str(sigs[key]),
+                "baseline": round(base_res.score, 2),
+                "system": round(sys_res.score, 2),
+                "baseline_mean": round(float(base_res.mean), 2),
+                "baseline_ci95": round(float(base_res.ci), 2),
+                "system_mean": round(float(sys_res.mean), 2),
+                "system_ci95": round(float(sys_res.ci), 2),
+                "p_value": round(float(sys_res.p_value), 4),
+                "signature": str(sigs[key]),
             }
     return out
 
@@ -269,9 +298,12 @@ def rouge_bootstrap(options: Options, types, base, hyps, refs, seed=12345):
         real = seg[t][1].mean() - seg[t][0].mean()
         p = (np.sum(np.abs(diffs - diffs.mean()) >= abs(real)) + 1) / (samples + 1)
         out[t] = {
-            "baseline": round(float(seg[t][0].mean()), 2), "system": round(float(seg[t][1].mean()), 2),
-            "baseline_mean": round(float(b_s.mean()), 2), "baseline_ci95": round(float(1.96 * b_s.std()), 2),
-            "system_mean": round(float(h_s.mean()), 2), "system_ci95": round(float(1.96 * h_s.std()), 2),
+            "baseline": round(float(seg[t][0].mean()), 2),
+            "system": round(float(seg[t][1].mean()), 2),
+            "baseline_mean": round(float(b_s.mean()), 2),
+            "baseline_ci95": round(float(1.96 * b_s.std()), 2),
+            "system_mean": round(float(h_s.mean()), 2),
+            "system_ci95": round(float(1.96 * h_s.std()), 2),
             "p_value": round(float(p), 4),
             "signature": f"paired-bs|n:{samples}|seed:{seed}|rouge-score F1 per segment, stemmer:porter",
         }
@@ -284,8 +316,13 @@ def main(argv=None):
     p.add_argument("ref", help="reference file (detokenized, one segment per line)")
     p.add_argument("--json", metavar="OUT", help="also write the scores as JSON to OUT")
     p.add_argument("--metrics", default="bleu,chrf", help=f"comma-separated, of {', '.join(KNOWN)} [bleu,chrf]")
-    p.add_argument("--hyp-tok", nargs="+", metavar="FILE", help="tokenized hypotheses (one per run, in the "
-                   "order HYP, --seed-hyps...); default: each HYP with .txt -> .tok")
+    p.add_argument(
+        "--hyp-tok",
+        nargs="+",
+        metavar="FILE",
+        help="tokenized hypotheses (one per run, in the "
+        "order HYP, --seed-hyps...); default: each HYP with .txt -> .tok",
+    )
     p.add_argument("--ref-tok", help="tokenized reference: turns on tok_bleu")
     p.add_argument("--compound-split", action="store_true", help="tok_bleu: split a-b into a ##AT##-##AT## b")
     p.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU/chrF/TER")
@@ -309,8 +346,13 @@ def score_files(args: argparse.Namespace) -> Dict:
     """The command line's work: read the files, score every run, the bootstrap against
     the baseline, print, and write the JSON."""
     metrics = check_metrics([m for m in args.metrics.split(",") if m])
-    options = Options(lowercase=args.lowercase, compound_split=args.compound_split,
-                      rouge_sent_sep=args.rouge_sent_sep, wer_on_tok=args.wer_on_tok, samples=args.bootstrap)
+    options = Options(
+        lowercase=args.lowercase,
+        compound_split=args.compound_split,
+        rouge_sent_sep=args.rouge_sent_sep,
+        wer_on_tok=args.wer_on_tok,
+        samples=args.bootstrap,
+    )
     if args.ref_tok and "tok_bleu" not in metrics:
         metrics.append("tok_bleu")
     if "tok_bleu" in metrics and not args.ref_tok:
@@ -325,8 +367,9 @@ def score_files(args: argparse.Namespace) -> Dict:
     need_tok = args.ref_tok is not None or ("wer" in metrics and args.wer_on_tok)
     refs_tok = read_lines(args.ref_tok, "tokenized reference") if args.ref_tok else refs
     if len(refs_tok) != len(refs):
-        raise ScoreError(f"line counts differ: --ref-tok {args.ref_tok} has {len(refs_tok)} lines, "
-                         f"reference has {len(refs)}")
+        raise ScoreError(
+            f"line counts differ: --ref-tok {args.ref_tok} has {len(refs_tok)} lines, reference has {len(refs)}"
+        )
     if args.hyp_tok and len(args.hyp_tok) != len(runs):
         raise ScoreError(f"--hyp-tok gives {len(args.hyp_tok)} files for {len(runs)} hypothesis runs")
 
@@ -338,14 +381,14 @@ def score_files(args: argparse.Namespace) -> Dict:
     def load(path, tok_path, what):
         hyps = read_lines(path, what)
         if len(hyps) != len(refs):
-            raise ScoreError(f"line counts differ: {what} {path} has {len(hyps)} lines, "
-                             f"reference {args.ref} has {len(refs)}")
+            raise ScoreError(
+                f"line counts differ: {what} {path} has {len(hyps)} lines, reference {args.ref} has {len(refs)}"
+            )
         hyps_tok = hyps
         if need_tok:
             hyps_tok = read_lines(tok_path, f"tokenized {what}")
             if len(hyps_tok) != len(refs):
-                raise ScoreError(f"line counts differ: {tok_path} has {len(hyps_tok)} lines, "
-                                 f"reference has {len(refs)}")
+                raise ScoreError(f"line counts differ: {tok_path} has {len(hyps_tok)} lines, reference has {len(refs)}")
         return hyps, hyps_tok
 
     per_run = []
@@ -367,9 +410,11 @@ def score_files(args: argparse.Namespace) -> Dict:
     if len(runs) > 1:
         result["runs"] = runs
         result["seeds"] = {
-            k: {"mean": round(statistics.mean(r[k] for r in per_run), 2),
+            k: {
+                "mean": round(statistics.mean(r[k] for r in per_run), 2),
                 "std": round(statistics.stdev(r[k] for r in per_run), 2),
-                "values": [round(r[k], 2) for r in per_run]}
+                "values": [round(r[k], 2) for r in per_run],
+            }
             for k in values
         }
         for k in values:  # the headline numbers of several seeds are their means
@@ -377,8 +422,9 @@ def score_files(args: argparse.Namespace) -> Dict:
     if args.sources:
         sources = read_lines(args.sources, "sources")
         if len(sources) != len(refs):
-            raise ScoreError(f"line counts differ: --sources {args.sources} has {len(sources)} lines, "
-                             f"reference has {len(refs)}")
+            raise ScoreError(
+                f"line counts differ: --sources {args.sources} has {len(sources)} lines, reference has {len(refs)}"
+            )
         result["by_source"] = by_source(sources, metrics, loaded[0][0], refs, options)
     if args.baseline:
         derived = re.sub(r"\.txt$", ".tok", args.baseline) if args.baseline.endswith(".txt") else args.baseline + ".tok"
@@ -399,10 +445,14 @@ def score_files(args: argparse.Namespace) -> Dict:
         if sig:
             print(f"  signature: {sig}")
     for name, scores in result.get("by_source", {}).items():
-        print(f"{name} ({scores['lines']} lines): " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items() if k != "lines"))
+        print(
+            f"{name} ({scores['lines']} lines): " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items() if k != "lines")
+        )
     for name, b in result.get("bootstrap", {}).items():
-        print(f"paired bootstrap {name}: baseline {b['baseline']:.2f} -> system {b['system']:.2f} "
-              f"(95% CI +-{b['system_ci95']:.2f}), p = {b['p_value']:.4f}")
+        print(
+            f"paired bootstrap {name}: baseline {b['baseline']:.2f} -> system {b['system']:.2f} "
+            f"(95% CI +-{b['system_ci95']:.2f}), p = {b['p_value']:.4f}"
+        )
     if args.json:
         tmp = args.json + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

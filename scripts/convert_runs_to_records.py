@@ -35,7 +35,7 @@ def recorded_roots(record: dict, run_suffix: str) -> Optional[Tuple[str, str]]:
                 checkout = str(Path(value).parent)
         for a in argv:
             if f"/{run_suffix}" in str(a):
-                work = str(a)[:str(a).index(f"/{run_suffix}")]
+                work = str(a)[: str(a).index(f"/{run_suffix}")]
     return (checkout, work) if checkout and work else None
 
 
@@ -43,8 +43,10 @@ def portable_stages(stages: Dict[str, dict], run_suffix: str) -> Dict[str, dict]
     roots = recorded_roots(stages, run_suffix)
     if roots is None:
         sys.exit(f"convert: no --user-dir or run folder in the stage records of {run_suffix}")
-    return {name: {**stamp, "commands": [portable(argv, *roots) for argv in stamp["commands"]]}
-            for name, stamp in stages.items()}
+    return {
+        name: {**stamp, "commands": [portable(argv, *roots) for argv in stamp["commands"]]}
+        for name, stamp in stages.items()
+    }
 
 
 def main(argv=None):

@@ -27,6 +27,8 @@ def bundled_lines(split, lang, n=None):
         lines = f.read().split("\n")
     lines = lines[:-1] if lines and lines[-1] == "" else lines
     return lines if n is None else lines[:n]
+
+
 E2E_USER_DIR = str(E2E_REPO / "mixer_plugin")
 
 # small and quick: sentence pairs taken from the start of each split of the sample,
@@ -236,8 +238,9 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "make_plots", lambda *a: [])
     root = tmp_path / "work" / "data" / "debian_en_de"
     (root / "ref").mkdir(parents=True)
-    (root / "prep.json").write_text(json.dumps({"src": "en", "tgt": "de",
-                                                "references": {"test": {"detok": "ref/test.de"}}}))
+    (root / "prep.json").write_text(
+        json.dumps({"src": "en", "tgt": "de", "references": {"test": {"detok": "ref/test.de"}}})
+    )
     rnd = random.Random(0)
     refs = [" ".join(rnd.choice(WORDS) for _ in range(8)) for _ in range(60)]
     (root / "ref" / "test.de").write_text("\n".join(refs) + "\n")
@@ -252,9 +255,17 @@ def fake(tmp_path, monkeypatch):
                 (gen / "hyp.txt").write_text("\n".join(hyp) + "\n")
                 (gen / "score.json").write_text(json.dumps({"bleu": 100 * (1 - noise[name]) + seed}))
         path = tmp_path / "tiny.yaml"
-        path.write_text(yaml.safe_dump({"name": "tiny", "data": "debian_en_de", "results": str(tmp_path / "tiny.md"),
-                                        "score": {"metrics": list(metrics), "baseline": baseline},
-                                        "models": {n: {"arch": "mixer_small_attn", **m} for n, m in models.items()}}))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "tiny",
+                    "data": "debian_en_de",
+                    "results": str(tmp_path / "tiny.md"),
+                    "score": {"metrics": list(metrics), "baseline": baseline},
+                    "models": {n: {"arch": "mixer_small_attn", **m} for n, m in models.items()},
+                }
+            )
+        )
         return spec.load(path)
 
     return write
@@ -262,5 +273,4 @@ def fake(tmp_path, monkeypatch):
 
 def rows(md):
     """Model -> its line of the main table."""
-    return {line.split("|")[1].strip("` "): line for line in md.split("\n\n")[1].splitlines()
-            if line.startswith("| `")}
+    return {line.split("|")[1].strip("` "): line for line in md.split("\n\n")[1].splitlines() if line.startswith("| `")}

@@ -53,11 +53,13 @@ PAUSE = 0.02  # seconds before each git command of a driven runner
 # hypotheses), so the copy stands for the whole in-between of the results write
 COPY_PAUSE = 0.1
 
-TRAIN = ("--share-all-embeddings --optimizer adam --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 4 "
-         "--max-tokens 2000 --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --no-epoch-checkpoints "
-         "--save-interval-updates 10 --keep-interval-updates 2 --num-workers 0 --log-format simple --log-interval 1 "
-         "--max-update 60 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
-         "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4")
+TRAIN = (
+    "--share-all-embeddings --optimizer adam --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 4 "
+    "--max-tokens 2000 --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --no-epoch-checkpoints "
+    "--save-interval-updates 10 --keep-interval-updates 2 --num-workers 0 --log-format simple --log-interval 1 "
+    "--max-update 60 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
+    "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4"
+)
 
 
 # ------------------------------------------------------------------ the driver
@@ -124,8 +126,13 @@ def survivors(before: Dict[int, tuple], mark: str) -> List[str]:
     whose command line names ``mark`` (the campaign's folder: a child started after the
     snapshot)."""
     now = processes()
-    return sorted({rec[2][:160] for pid, rec in now.items()
-                   if (pid in before and before[pid][1] == rec[1]) or (mark in rec[2] and pid != os.getpid())})
+    return sorted(
+        {
+            rec[2][:160]
+            for pid, rec in now.items()
+            if (pid in before and before[pid][1] == rec[1]) or (mark in rec[2] and pid != os.getpid())
+        }
+    )
 
 
 # ------------------------------------------------------------------ campaigns
@@ -148,25 +155,48 @@ class Campaign:
         self.exp = folder / "faults.yaml"
         self.repo.mkdir(parents=True, exist_ok=True)
         spec = {
-            "name": "faults", "title": "faults", "data": "debian_en_de",
-            "prepare": f"--corpus {corpus} --vocab 400", "train": TRAIN,
+            "name": "faults",
+            "title": "faults",
+            "data": "debian_en_de",
+            "prepare": f"--corpus {corpus} --vocab 400",
+            "train": TRAIN,
             "generate": {"subset": "test", "average_last": 2, "flags": "--beam 2 --max-len-a 1.2 --max-len-b 5"},
-            "score": {"metrics": ["bleu", "chrf"]}, "jobs": 1, "threads": 1,
+            "score": {"metrics": ["bleu", "chrf"]},
+            "jobs": 1,
+            "threads": 1,
             "results": str(self.repo / "results" / "faults.md"),
             "models": {"transformer": {"arch": "mixer_small_attn", "seeds": [1]}},
         }
         self.exp.write_text(yaml.safe_dump(spec), encoding="utf-8")
-        for args in (["init", "-q"], ["config", "user.email", "faults@example.org"], ["config", "user.name", "faults"],
-                     ["commit", "-q", "--allow-empty", "-m", "start"]):
+        for args in (
+            ["init", "-q"],
+            ["config", "user.email", "faults@example.org"],
+            ["config", "user.name", "faults"],
+            ["commit", "-q", "--allow-empty", "-m", "start"],
+        ):
             subprocess.run(["git", *args], cwd=self.repo, check=True, capture_output=True)
         self.run = self.work / "faults" / "transformer" / "seed1"
         self.log: List[str] = []  # every line the runners printed, timed
 
     def start(self) -> subprocess.Popen:
-        env = dict(os.environ, MIXER_WORK=str(self.work), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONUNBUFFERED="1", PYTHONWARNINGS="ignore", CUDA_VISIBLE_DEVICES="")
-        return subprocess.Popen([sys.executable, __file__, "drive", str(self.exp), "--commit"], cwd=REPO, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        env = dict(
+            os.environ,
+            MIXER_WORK=str(self.work),
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            PYTHONUNBUFFERED="1",
+            PYTHONWARNINGS="ignore",
+            CUDA_VISIBLE_DEVICES="",
+        )
+        return subprocess.Popen(
+            [sys.executable, __file__, "drive", str(self.exp), "--commit"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
 
     def lines(self, proc: subprocess.Popen):
         """(seconds since start, line) as the runner prints them."""
@@ -189,8 +219,11 @@ class Campaign:
         if code != 0:
             raise AssertionError(f"runner exit {code}:\n" + "\n".join(self.log[-40:]))
         if "train" in took:  # a train kill waits for the first checkpoint: what is left after it
-            stamps = re.findall(r"^(\S+ \S+) \| INFO \| .*(?:Saved checkpoint|done training)",
-                                (self.run / "train.log").read_text(), re.M)
+            stamps = re.findall(
+                r"^(\S+ \S+) \| INFO \| .*(?:Saved checkpoint|done training)",
+                (self.run / "train.log").read_text(),
+                re.M,
+            )
             seconds = [time.mktime(time.strptime(s, "%Y-%m-%d %H:%M:%S")) for s in stamps]
             took["train"] = max(1.0, seconds[-1] - seconds[0])
         return took
@@ -213,8 +246,13 @@ class Campaign:
                 while left and time.monotonic() - t0 < SURVIVAL:
                     time.sleep(0.1)
                     left = survivors(before, str(self.folder))
-                record = Kill(point, after, signal.Signals(sig).name, survivors=left,
-                              seconds_to_go=round(time.monotonic() - t0, 2))
+                record = Kill(
+                    point,
+                    after,
+                    signal.Signals(sig).name,
+                    survivors=left,
+                    seconds_to_go=round(time.monotonic() - t0, 2),
+                )
                 break
         self.log += proc.stdout.read().splitlines()  # what a stopped runner says last
         proc.stdout.close()
@@ -258,8 +296,9 @@ class Campaign:
         header = next(line for line in table.splitlines() if line.startswith("| model"))
         names = [c.strip() for c in header.split("|")[1:-1]]
         kept = self.repo / "results" / "faults" / "runs" / "transformer" / "seed1"
-        git_status = subprocess.run(["git", "status", "--porcelain"], cwd=self.repo, capture_output=True,
-                                    text=True).stdout
+        git_status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=self.repo, capture_output=True, text=True
+        ).stdout
         return {
             "hyp.txt": (gen / "hyp.txt").read_bytes(),
             "averaged model": {k: v.numpy().tobytes() for k, v in averaged.items()},
@@ -340,27 +379,40 @@ def sweep(rounds: int, seed: int, folder: Path, corpus: Path) -> dict:
             k = c.kill(point, rng.uniform(0, took.get(point, 1.0)), sig, damage=point == "train" and r % 2 == 0)
             if k is not None:
                 kills.append(k)
-                print(f"round {r + 1}: {k.signal} {k.point} +{k.after:.2f}s: {k.landed}"
-                      + (", checkpoint_last.pt damaged" if k.damaged else "")
-                      + (f", SURVIVORS {k.survivors}" if k.survivors else ""), flush=True)
+                print(
+                    f"round {r + 1}: {k.signal} {k.point} +{k.after:.2f}s: {k.landed}"
+                    + (", checkpoint_last.pt damaged" if k.damaged else "")
+                    + (f", SURVIVORS {k.survivors}" if k.survivors else ""),
+                    flush=True,
+                )
         c.complete()
         try:
             diff = differences(expected, c.record())
         except FileNotFoundError as e:  # the campaign ended without the run's outputs
             diff = [f"unfinished: {Path(e.filename).name} missing"]
         mismatches += [f"round {r + 1}: {d}" for d in diff]
-        campaigns.append({"round": r + 1, "trainings finished": c.trainings(), "trainings at once": c.overlaps(),
-                          "differs in": diff})
+        campaigns.append(
+            {"round": r + 1, "trainings finished": c.trainings(), "trainings at once": c.overlaps(), "differs in": diff}
+        )
         shutil.rmtree(c.folder / "work", ignore_errors=True)  # checkpoints: a sweep of many rounds fills a disk
     return {
-        "rounds": rounds, "seed": seed, "kills": len(kills),
-        "by point": {p: {
-            "kills": sum(k.point == p for k in kills),
-            "landed": {w: sum(k.point == p and k.landed == w for k in kills) for w in sorted({k.landed for k in kills
-                                                                                              if k.point == p})},
-            "signals": {s: sum(k.point == p and k.signal == s for k in kills) for s in ("SIGKILL", "SIGTERM", "SIGINT")},
-            "damaged checkpoints": sum(k.point == p and k.damaged for k in kills),
-        } for p in POINTS},
+        "rounds": rounds,
+        "seed": seed,
+        "kills": len(kills),
+        "by point": {
+            p: {
+                "kills": sum(k.point == p for k in kills),
+                "landed": {
+                    w: sum(k.point == p and k.landed == w for k in kills)
+                    for w in sorted({k.landed for k in kills if k.point == p})
+                },
+                "signals": {
+                    s: sum(k.point == p and k.signal == s for k in kills) for s in ("SIGKILL", "SIGTERM", "SIGINT")
+                },
+                "damaged checkpoints": sum(k.point == p and k.damaged for k in kills),
+            }
+            for p in POINTS
+        },
         "runs with survivors": sum(bool(k.survivors) for k in kills),
         "slowest to go (s)": max((k.seconds_to_go for k in kills), default=0.0),
         "campaigns differing from the uninterrupted one": len({m.split(":")[0] for m in mismatches}),

@@ -8,11 +8,11 @@ from typing import List, NamedTuple
 
 import torch
 from fairseq.modules import MultiheadAttention
+from mixer_refs import READINGS
+from mixer_refs.common import D, H  # small, so fp64 naive loops stay fast
 
 from mixer_plugin.mixers import MIXER_REGISTRY, MixerContext, Role, build_mixer
 from mixer_plugin.mixers.registry import parse_item
-from mixer_refs import READINGS
-from mixer_refs.common import D, H  # small, so fp64 naive loops stay fast
 
 
 class Case(NamedTuple):
@@ -61,23 +61,41 @@ def future_mask(T: int, dtype=torch.float64, device=None):
     return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype, device=device), 1)
 
 
-def run(module, case: Case, x, enc=None, key_padding_mask=None, enc_padding_mask=None, incremental_state=None,
-        need_weights=False):
+def run(
+    module,
+    case: Case,
+    x,
+    enc=None,
+    key_padding_mask=None,
+    enc_padding_mask=None,
+    incremental_state=None,
+    need_weights=False,
+):
     """Call a mixer the way the stock fairseq layers do for its role.  With
     ``need_weights``: ``(out, per-head weights (H, B, T, S) or None)``."""
     if case.role is Role.DECODER_CROSS:
         out, weights = module(
-            query=x, key=enc, value=enc, key_padding_mask=enc_padding_mask,
-            incremental_state=incremental_state, static_kv=True,
-            need_weights=need_weights, need_head_weights=need_weights,
+            query=x,
+            key=enc,
+            value=enc,
+            key_padding_mask=enc_padding_mask,
+            incremental_state=incremental_state,
+            static_kv=True,
+            need_weights=need_weights,
+            need_head_weights=need_weights,
         )
     else:
         attn_mask = None
         if case.role is Role.DECODER_SELF and incremental_state is None:
             attn_mask = future_mask(x.size(0), x.dtype, x.device)  # on x's device, as fairseq's decoder builds it
         out, weights = module(
-            query=x, key=x, value=x, key_padding_mask=key_padding_mask,
-            incremental_state=incremental_state, attn_mask=attn_mask,
-            need_weights=need_weights, need_head_weights=need_weights,
+            query=x,
+            key=x,
+            value=x,
+            key_padding_mask=key_padding_mask,
+            incremental_state=incremental_state,
+            attn_mask=attn_mask,
+            need_weights=need_weights,
+            need_head_weights=need_weights,
         )
     return (out, weights) if need_weights else out

@@ -21,8 +21,11 @@ BF16_MIXERS = ["--mixers", "ngram,local,hard"]
 
 # bf16 through the shared bench_group once: on a CPU without bf16 instructions it is slow
 # (heads and multiscale take about 50 s each in bf16 against 2 s in fp32)
-@pytest.mark.parametrize("bench,dtype", [(mixers, "float32"), (mixers, "bfloat16"), (heads, "float32"),
-                                         (multiscale, "float32")], ids=["mixers", "mixers-bf16", "heads", "multiscale"])
+@pytest.mark.parametrize(
+    "bench,dtype",
+    [(mixers, "float32"), (mixers, "bfloat16"), (heads, "float32"), (multiscale, "float32")],
+    ids=["mixers", "mixers-bf16", "heads", "multiscale"],
+)
 def test_layer_benchmark_runs_in_each_dtype(bench, dtype, tmp_path, monkeypatch):
     seen = set()
     step = common.step
@@ -34,16 +37,32 @@ def test_layer_benchmark_runs_in_each_dtype(bench, dtype, tmp_path, monkeypatch)
     monkeypatch.setattr(common, "step", recording_step)
     md, js = tmp_path / "b.md", tmp_path / "b.json"
     chosen = BF16_MIXERS if dtype == "bfloat16" else []
-    bench.main(["--quick", *SMALL[bench], *chosen, "--device", "cpu", "--threads", "1", "--dtype", dtype,
-                "--md", str(md), "--json", str(js)])
+    bench.main(
+        [
+            "--quick",
+            *SMALL[bench],
+            *chosen,
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--dtype",
+            dtype,
+            "--md",
+            str(md),
+            "--json",
+            str(js),
+        ]
+    )
     assert seen == {getattr(torch, dtype)}
     assert f", {dtype}, train mode" in md.read_text()
     payload = json.loads(js.read_text())
     timed = [r for r in payload["rows"] if "median_s" in r]
     assert timed and all(r["median_s"] > 0 for r in timed)
     if bench is mixers and not chosen:  # a new mixer is timed without editing a list
-        registered = {(name, role.value) for name, entry in MIXER_REGISTRY.items() for role in mixers.ROLES
-                      if role in entry.roles}
+        registered = {
+            (name, role.value) for name, entry in MIXER_REGISTRY.items() for role in mixers.ROLES if role in entry.roles
+        }
         assert registered <= {(r["mixer"], r["role"]) for r in timed}
 
 
@@ -111,8 +130,23 @@ def test_decode_benchmark_end_to_end(e2e_data, tmp_path):
     from mixer_plugin.bench import decode
 
     md, keep = tmp_path / "d.md", tmp_path / "checkpoints"
-    argv = [str(e2e_data.bin), "--lengths", "3,6", "--beams", "2", "--sentences", "4", "--rounds", "1",
-            "--mixers", "transformer,ngram", "--checkpoints", str(keep), "--md", str(md)]
+    argv = [
+        str(e2e_data.bin),
+        "--lengths",
+        "3,6",
+        "--beams",
+        "2",
+        "--sentences",
+        "4",
+        "--rounds",
+        "1",
+        "--mixers",
+        "transformer,ngram",
+        "--checkpoints",
+        str(keep),
+        "--md",
+        str(md),
+    ]
     decode.main(argv)
     payload = json.loads(md.with_suffix(".json").read_text())
     assert {(r["model"], r["L"]) for r in payload["rows"]} == {(m, L) for m in ("transformer", "ngram") for L in (3, 6)}
@@ -161,8 +195,9 @@ def test_benchmarks_name_the_cpu_model_the_training_stamps_name(tmp_path):
     cpu = machine()["cpu"]
     assert common.run_meta(torch.device("cpu"))["device_name"] == cpu
     js = tmp_path / "h.json"
-    hard_ops.main(["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(tmp_path / "h.md"),
-                   "--json", str(js)])
+    hard_ops.main(
+        ["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(tmp_path / "h.md"), "--json", str(js)]
+    )
     assert json.loads(js.read_text())["meta"]["device"].endswith(f", {cpu})")
 
 
@@ -193,13 +228,22 @@ def test_decode_benchmark_times_the_rows_of_an_experiment(e2e_data, tmp_path, mo
     from mixer_plugin.bench import decode
 
     path = tmp_path / "rows.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "rows", "data": "debian_en_de", "train": "--share-all-embeddings --lr 0.001",
-        "score": {"baseline": "base"},
-        "models": {"windowed": {"arch": "mixer_small_attn", "train": "--decoder-mixers ngram:n=3 --decoder-layers 1"},
-                   "base": {"arch": "mixer_small_attn"},
-                   "base_hard": {"decode_of": "base", "overrides": {"decoder_cross_mixers": "hard"}}}},
-                              sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "rows",
+                "data": "debian_en_de",
+                "train": "--share-all-embeddings --lr 0.001",
+                "score": {"baseline": "base"},
+                "models": {
+                    "windowed": {"arch": "mixer_small_attn", "train": "--decoder-mixers ngram:n=3 --decoder-layers 1"},
+                    "base": {"arch": "mixer_small_attn"},
+                    "base_hard": {"decode_of": "base", "overrides": {"decoder_cross_mixers": "hard"}},
+                },
+            },
+            sort_keys=False,
+        )
+    )
     seen = []
     generate = decode.generate
 
@@ -209,8 +253,25 @@ def test_decode_benchmark_times_the_rows_of_an_experiment(e2e_data, tmp_path, mo
 
     monkeypatch.setattr(decode, "generate", recording)
     md, keep = tmp_path / "d.md", tmp_path / "checkpoints"
-    decode.main([str(e2e_data.bin), "--experiment", str(path), "--lengths", "3", "--beams", "2", "--sentences", "4",
-                 "--rounds", "1", "--checkpoints", str(keep), "--md", str(md)])
+    decode.main(
+        [
+            str(e2e_data.bin),
+            "--experiment",
+            str(path),
+            "--lengths",
+            "3",
+            "--beams",
+            "2",
+            "--sentences",
+            "4",
+            "--rounds",
+            "1",
+            "--checkpoints",
+            str(keep),
+            "--md",
+            str(md),
+        ]
+    )
     payload = json.loads(md.with_suffix(".json").read_text())
     assert [r["model"] for r in payload["rows"]] == ["base", "windowed", "base_hard"]
     assert payload["rows"][0]["speedup"] == 1.0 and payload["meta"]["baseline"] == "base"

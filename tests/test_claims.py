@@ -7,11 +7,15 @@ import pytest
 from mixer_plugin.experiments.claims import EQUAL_MARGIN, claim_metric, judge, verdict
 
 VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
-    (">", 1.5, 0.01, None, "confirmed"), (">", -1.5, 0.01, None, "refuted"), (">", 1.5, 0.2, None, "inconclusive"),
-    ("<", -0.8, 0.001, None, "confirmed"), ("<", 0.8, 0.001, None, "refuted"),
+    (">", 1.5, 0.01, None, "confirmed"),
+    (">", -1.5, 0.01, None, "refuted"),
+    (">", 1.5, 0.2, None, "inconclusive"),
+    ("<", -0.8, 0.001, None, "confirmed"),
+    ("<", 0.8, 0.001, None, "refuted"),
     (">", 0.4, 0.01, 0.6, "inconclusive"),  # significant on one seed, but within the seeds' spread
     (">", 0.9, 0.01, 0.6, "confirmed"),
-    ("~", 0.3, 0.4, None, "confirmed"), ("~", -1.2, 0.01, None, "refuted"),
+    ("~", 0.3, 0.4, None, "confirmed"),
+    ("~", -1.2, 0.01, None, "refuted"),
     ("~", 1.6, 0.08, None, "inconclusive"),  # not significant, but too far apart to call equal
 ]
 

@@ -16,7 +16,6 @@ import sys
 import pytest
 import sacrebleu
 import torch
-
 from conftest import (
     E2E_MODEL_ARGS,
     E2E_SIZES,
@@ -160,8 +159,10 @@ def test_a_training_resumed_after_its_first_epoch_continues_bit_for_bit(e2e_data
     train(e2e_data, tmp_path / "resumed", 9, *batches)
     proc = train(e2e_data, tmp_path / "resumed", 16, *batches)
     assert re.search(r"Loaded checkpoint \S+ \(epoch 2 @ 9 updates\)", proc.stdout + proc.stderr)
-    once, resumed = (torch.load(tmp_path / d / "checkpoint_last.pt", map_location="cpu", weights_only=True)["model"]
-                     for d in ("once", "resumed"))
+    once, resumed = (
+        torch.load(tmp_path / d / "checkpoint_last.pt", map_location="cpu", weights_only=True)["model"]
+        for d in ("once", "resumed")
+    )
     assert [k for k in once if not torch.equal(once[k], resumed[k])] == []
 
 
@@ -238,10 +239,7 @@ def cli_bad_spec_runs(e2e_data, tmp_path_factory):
             argv = [sys.executable, "-m", "fairseq_cli.train", str(e2e_data.bin), *BAD_SPEC_BASE,
                     "--save-dir", str(save_dir), flag, value]  # fmt: skip
             started[case] = (argv, save_dir, e2e_popen(argv, stdin=subprocess.DEVNULL))
-        return {
-            case: (e2e_wait(proc, argv, timeout=300), save_dir)
-            for case, (argv, save_dir, proc) in started.items()
-        }
+        return {case: (e2e_wait(proc, argv, timeout=300), save_dir) for case, (argv, save_dir, proc) in started.items()}
     finally:
         for _, _, proc in started.values():
             if proc.poll() is None:

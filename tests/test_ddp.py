@@ -16,7 +16,6 @@ import sys
 
 import pytest
 import torch
-
 from conftest import (
     E2E_MODEL_ARGS,
     E2E_REPO,
@@ -50,7 +49,7 @@ def train_args(data, save_dir, max_update):
 
 def two_ranks(data, save_dir, max_update):
     """torchrun --no-python --nproc_per_node 2 scripts/ddp_cpu_worker.sh ARGS"""
-    for attempt in range(3):  # a free port can be taken between picking and binding
+    for _attempt in range(3):  # a free port can be taken between picking and binding
         argv = [
             sys.executable, "-m", "torch.distributed.run", "--no-python",
             "--nnodes", "1", "--nproc_per_node", "2",
@@ -128,9 +127,7 @@ def ddp_resumed(e2e_data, ddp_fresh, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ddp_reference_resumed(e2e_data, ddp_reference_fresh, tmp_path_factory):
-    save_dir = e2e_copy_checkpoint_dir(
-        ddp_reference_fresh[0], tmp_path_factory.mktemp("ddp_resume") / "one_process"
-    )
+    save_dir = e2e_copy_checkpoint_dir(ddp_reference_fresh[0], tmp_path_factory.mktemp("ddp_resume") / "one_process")
     return save_dir, one_process(e2e_data, save_dir, RESUMED_UPDATES)
 
 

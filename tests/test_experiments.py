@@ -16,30 +16,45 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-
 from conftest import E2E_REPO, e2e_env, rows, work_at
 
-TINY_MODEL = ("--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
-              "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4")
-TRAIN = ("--optimizer adam --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 4 --max-tokens 2000 "
-         "--criterion label_smoothed_cross_entropy --label-smoothing 0.1 --no-epoch-checkpoints "
-         "--save-interval-updates 2 --keep-interval-updates 3 --num-workers 0 --log-format simple "
-         f"--log-interval 1 --max-update 4 {TINY_MODEL}")
+TINY_MODEL = (
+    "--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
+    "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4"
+)
+TRAIN = (
+    "--optimizer adam --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 4 --max-tokens 2000 "
+    "--criterion label_smoothed_cross_entropy --label-smoothing 0.1 --no-epoch-checkpoints "
+    "--save-interval-updates 2 --keep-interval-updates 3 --num-workers 0 --log-format simple "
+    f"--log-interval 1 --max-update 4 {TINY_MODEL}"
+)
 
 
 def experiment(tmp_path, corpus, **changes):
     spec = {
-        "name": "tiny", "title": "tiny", "data": "debian_en_de",
-        "prepare": f"--corpus {corpus} --vocab 400", "train": "--share-all-embeddings " + TRAIN,
+        "name": "tiny",
+        "title": "tiny",
+        "data": "debian_en_de",
+        "prepare": f"--corpus {corpus} --vocab 400",
+        "train": "--share-all-embeddings " + TRAIN,
         "generate": {"subset": "test", "average_last": 2, "flags": "--beam 2 --max-len-a 1.2 --max-len-b 5"},
         "score": {"metrics": ["bleu", "chrf"], "baseline": "attn"},
-        "jobs": 2, "threads": 1, "results": str(tmp_path / "results" / "tiny.md"),
+        "jobs": 2,
+        "threads": 1,
+        "results": str(tmp_path / "results" / "tiny.md"),
         "models": {
             "attn": {"arch": "mixer_small_attn", "seeds": [1, 2], "paper": "T1 self-attention 27.20"},
-            "ngram": {"arch": "mixer_small_attn", "train": "--encoder-mixers ngram --decoder-mixers ngram",
-                      "claims": "~ attn"},
-            "attn_decoded_hard": {"decode_of": "attn", "overrides": {"decoder_cross_mixers": "hard"},
-                                  "seeds": [1, 2], "claims": ["< attn", "> ngram"]},
+            "ngram": {
+                "arch": "mixer_small_attn",
+                "train": "--encoder-mixers ngram --decoder-mixers ngram",
+                "claims": "~ attn",
+            },
+            "attn_decoded_hard": {
+                "decode_of": "attn",
+                "overrides": {"decoder_cross_mixers": "hard"},
+                "seeds": [1, 2],
+                "claims": ["< attn", "> ngram"],
+            },
         },
     }
     spec.update(changes)
@@ -50,8 +65,14 @@ def experiment(tmp_path, corpus, **changes):
 
 def mixer_run(path, *args, work):
     env = e2e_env(MIXER_WORK=str(work))
-    return subprocess.run([sys.executable, "-m", "mixer_plugin.experiments.runner", str(path), *args],
-                          cwd=E2E_REPO, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "mixer_plugin.experiments.runner", str(path), *args],
+        cwd=E2E_REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +88,13 @@ def test_every_stage_runs_and_reports_progress(finished):
     tmp, path, proc = finished
     out = proc.stdout
     # one line per stage, with elapsed time and an estimate of what is left
-    for label, stage in (("data", "prepare"), ("attn/seed1", "train"), ("attn/seed2", "average"),
-                         ("ngram/seed1", "generate"), ("attn_decoded_hard/seed1", "score")):
+    for label, stage in (
+        ("data", "prepare"),
+        ("attn/seed1", "train"),
+        ("attn/seed2", "average"),
+        ("ngram/seed1", "generate"),
+        ("attn_decoded_hard/seed1", "score"),
+    ):
         assert re.search(rf"\] {re.escape(label)} {stage}: done in \d+:\d\d \(\d+/\d+ stages; ETA", out), (label, out)
     # a decode runs right after the training it decodes, not behind every other training
     first_decode = re.search(r"attn_decoded_hard/seed\d score: done", out).start()
@@ -95,20 +121,26 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert "baseline" in table["attn"] and re.search(r"BLEU \d\.\d{3}", table["ngram"])  # bootstrap p
     assert "T1 self-attention 27.20" in table["attn"]
     # each claim judged: vs the baseline (its bootstrap) and vs another row (a bootstrap of its own)
-    verdict = (r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d"
-               r"( over \d and \d seeds, spread \d+\.\d\d)?, p \d\.\d{3}\)")
+    verdict = (
+        r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d"
+        r"( over \d and \d seeds, spread \d+\.\d\d)?, p \d\.\d{3}\)"
+    )
     assert re.search(rf"≈ attn: {verdict} \|$", table["ngram"]), table["ngram"]
     assert "over 1 and 2 seeds" in table["ngram"]  # one seed against attn's two: attn's mean and spread
     assert re.search(rf"< attn: {verdict}; > ngram: {verdict} \|$", table["attn_decoded_hard"])
     assert "| a (12) | b (8) |" in md  # per-source BLEU
     # every seed of a several-seed row against the baseline's same seed, its own bootstrap each
-    pairs = re.findall(r"^\| `attn_decoded_hard` \| (\d) \| [\d.]+ \| [\d.]+ \| [-+][\d.]+ \| (\d\.\d{3}) \|$", md, re.M)
+    pairs = re.findall(
+        r"^\| `attn_decoded_hard` \| (\d) \| [\d.]+ \| [\d.]+ \| [-+][\d.]+ \| (\d\.\d{3}) \|$", md, re.M
+    )
     assert [seed for seed, _ in pairs] == ["1", "2"], md
     pair = tmp / "work" / "tiny" / "attn_decoded_hard" / "seed2" / "gen-test" / "bootstrap.json"
     assert json.loads(pair.read_text())["baseline"].endswith("attn/seed2/gen-test/hyp.txt")
     # every stage's stock command, copyable
     assert re.search(r"- train: `python -m fairseq_cli.train \S+ --user-dir mixer_plugin --task translation", md)
-    assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", table["ngram"]), "decode sent/s from fairseq-generate's log"
+    assert re.search(r"\| `ngram` (\|[^|]*){8}\| [\d.]+ \|", table["ngram"]), (
+        "decode sent/s from fairseq-generate's log"
+    )
     assert "--model-overrides" in md and "mixer_plugin.scoring" in md and "mixer_plugin.data.postprocess" in md
     # each run kept as its record and hypotheses: nothing else, and no path of this machine
     for kept in (tmp / "results" / "tiny" / "runs").glob("*/seed*"):
@@ -120,8 +152,10 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert record["stages"]["train"]["commands"][0][:3] == ["python", "-m", "fairseq_cli.train"]
     assert "<work>/tiny/attn/seed2" in record["stages"]["train"]["commands"][0]
     decoded = json.loads((tmp / "results" / "tiny" / "runs" / "attn_decoded_hard" / "seed1" / "run.json").read_text())
-    assert decoded["valid"] == json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed1" / "run.json")
-                                          .read_text())["valid"]  # the training it decodes
+    assert (
+        decoded["valid"]
+        == json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed1" / "run.json").read_text())["valid"]
+    )  # the training it decodes
     assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
 
 
@@ -209,7 +243,8 @@ def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, cor
     assert re.findall(r"# train \(([^)]+)\)\n.*--save-dir (\S+)", proc.stdout) == [
         ("done", str(tmp_path / "work" / "tiny" / "attn" / "seed1")),
         ("restorable", str(tmp_path / "work" / "tiny" / "attn" / "seed2")),
-        ("to run", str(tmp_path / "work" / "tiny" / "ngram" / "seed1"))], proc.stdout
+        ("to run", str(tmp_path / "work" / "tiny" / "ngram" / "seed1")),
+    ], proc.stdout
     proc = mixer_run(path, "--only", "ngram", work=tmp_path / "work")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     log = (tmp_path / "work" / "tiny" / "ngram" / "seed1" / "train.log").read_text()
@@ -221,7 +256,9 @@ def test_killed_and_longer_trainings_continue_from_checkpoint_last(finished, cor
     run = tmp / "work" / "tiny" / "ngram" / "seed1"
     # a training killed after its checkpoint was written: no stamp, checkpoint_last.pt kept
     (run / ".stages" / "train.json").unlink()
-    longer = experiment(tmp, corpus, train="--share-all-embeddings " + TRAIN.replace("--max-update 4", "--max-update 6"))
+    longer = experiment(
+        tmp, corpus, train="--share-all-embeddings " + TRAIN.replace("--max-update 4", "--max-update 6")
+    )
     proc = mixer_run(longer, "--only", "ngram", work=tmp / "work")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     log = (run / "train.log").read_text()
@@ -259,18 +296,28 @@ BAD = {
     "bad metric": ({"score": {"metrics": ["blue"]}}, "score.metrics: unknown metric 'blue'"),
     "bad baseline": ({"score": {"baseline": "nobody"}}, "score.baseline: 'nobody' is not a model"),
     "bad seeds": ({"seeds": "one"}, "seeds: seeds must be"),
-    "bad claim": ({"models": {"a": {"arch": "mixer_small_attn", "claims": "better than b"}}},
-                  "models.a.claims: 'better than b' is not '<relation> <model>'"),
-    "claim on nobody": ({"models": {"a": {"arch": "mixer_small_attn", "claims": ["> b"]}}},
-                        "models.a.claims: 'b' is not another model of this file"),
+    "bad claim": (
+        {"models": {"a": {"arch": "mixer_small_attn", "claims": "better than b"}}},
+        "models.a.claims: 'better than b' is not '<relation> <model>'",
+    ),
+    "claim on nobody": (
+        {"models": {"a": {"arch": "mixer_small_attn", "claims": ["> b"]}}},
+        "models.a.claims: 'b' is not another model of this file",
+    ),
     "bad noise floor": ({"score": {"noise_floor": "big"}}, "score.noise_floor: expected a number of points >= 0"),
-    "paper row of nothing": ({"models": {"a": {"arch": "mixer_small_attn", "paper_rows": ["mixer_nope:T1"]}}},
-                             "models.a.paper_rows: 'mixer_nope' is not an architecture"),
-    "paper row of no table": ({"models": {"a": {"arch": "mixer_small_attn", "paper_rows": ["mixer_wmt_attn:T9"]}}},
-                              "models.a.paper_rows: mixer_wmt_attn has no row in table 'T9'"),
+    "paper row of nothing": (
+        {"models": {"a": {"arch": "mixer_small_attn", "paper_rows": ["mixer_nope:T1"]}}},
+        "models.a.paper_rows: 'mixer_nope' is not an architecture",
+    ),
+    "paper row of no table": (
+        {"models": {"a": {"arch": "mixer_small_attn", "paper_rows": ["mixer_wmt_attn:T9"]}}},
+        "models.a.paper_rows: mixer_wmt_attn has no row in table 'T9'",
+    ),
     "unknown speed": ({"speed": {"gpu": "results/x.json"}}, "speed: unknown key 'gpu'"),
-    "speed not a benchmark": ({"speed": {"train": "results/bench/bench_train_cpu.md"}},
-                              "speed.train: expected the path of a mixer-bench train JSON file"),
+    "speed not a benchmark": (
+        {"speed": {"train": "results/bench/bench_train_cpu.md"}},
+        "speed.train: expected the path of a mixer-bench train JSON file",
+    ),
 }
 
 
@@ -286,12 +333,16 @@ def test_bad_experiment_files_are_one_line_errors(case, tmp_path, corpus):
     assert not (tmp_path / "work").exists()
 
 
-@pytest.mark.parametrize("args,env,message", [
-    (["--seeds", "1,x"], {}, "--seeds takes comma-separated integers, not '1,x'"),
-    (["--seeds", "7"], {}, "--seeds 7: the file lists seeds [1, 2]"),
-    ([], {"NGPU": "two"}, "NGPU must be a number of GPUs, not 'two'"),
-    ([], {"PRECISION": "fp8"}, "PRECISION must be one of fp32, fp16, bf16, not 'fp8'"),
-], ids=["seeds-not-integers", "seeds-not-listed", "ngpu", "precision"])
+@pytest.mark.parametrize(
+    "args,env,message",
+    [
+        (["--seeds", "1,x"], {}, "--seeds takes comma-separated integers, not '1,x'"),
+        (["--seeds", "7"], {}, "--seeds 7: the file lists seeds [1, 2]"),
+        ([], {"NGPU": "two"}, "NGPU must be a number of GPUs, not 'two'"),
+        ([], {"PRECISION": "fp8"}, "PRECISION must be one of fp32, fp16, bf16, not 'fp8'"),
+    ],
+    ids=["seeds-not-integers", "seeds-not-listed", "ngpu", "precision"],
+)
 def test_bad_run_options_are_one_line_errors(args, env, message, tmp_path, corpus, monkeypatch):
     """Bad flags and environment: one line naming them, before anything runs (a bad NGPU or
     PRECISION raised a traceback after the data was prepared; --seeds 1,x named no flag;
@@ -317,8 +368,9 @@ def test_flags_given_with_an_equals_sign():
 
 def test_every_committed_experiment_file_loads():
     """Every file parses, names registered archs, and its data recipe exists."""
-    import mixer_plugin  # noqa: F401  (registers the archs)
     from fairseq.models import ARCH_MODEL_REGISTRY
+
+    import mixer_plugin  # noqa: F401  (registers the archs)
     from mixer_plugin.data.recipes import recipes
     from mixer_plugin.experiments.spec import load
 
@@ -394,8 +446,9 @@ def commit_record(kept: Path, chain, **stamp):
 
     kept.mkdir(parents=True, exist_ok=True)
     checkout, work = str(stages.PLUGIN.parent), str(stages.WORK)  # (the fixtures' work/)
-    record = {s.name: {"commands": [stages.portable(argv, checkout, work) for argv in s.commands], **stamp}
-              for s in chain}
+    record = {
+        s.name: {"commands": [stages.portable(argv, checkout, work) for argv in s.commands], **stamp} for s in chain
+    }
     (kept / "run.json").write_text(json.dumps({"stages": record, "scores": {"bleu": 1.0}}, indent=1) + "\n")
 
 
@@ -403,9 +456,9 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     """A committed decode records its own commands, which do not show the training it
     decoded: once that training's flags change, the decode must run again, not come back
     from the commit beside the retrained model."""
-    from mixer_plugin.experiments import archive, runner, spec
-
     import shutil
+
+    from mixer_plugin.experiments import archive, runner, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
@@ -528,24 +581,27 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     assert runner.restore_run(exp, model, 1, chain)
     assert runner.restore_run(exp, model, 1, chain)  # restored before: nothing to do
     commit("tuesday")  # trained again on another machine, committed, pulled here
-    assert runner.restore_run(exp, model, 1, chain, copy=False) and (run / "gen-test" / "hyp.txt").read_text() == \
-        "monday\n"  # a dry run changes nothing
+    assert (
+        runner.restore_run(exp, model, 1, chain, copy=False)
+        and (run / "gen-test" / "hyp.txt").read_text() == "monday\n"
+    )  # a dry run changes nothing
     assert runner.restore_run(exp, model, 1, chain)
     assert (run / "gen-test" / "hyp.txt").read_text() == "tuesday\n"
     assert json.loads((run / ".stages" / "restored.json").read_text())["train"]["finished"] == "tuesday"
 
 
-
-
-@pytest.mark.parametrize("jobs,threads,runs,cores,want", [
-    (None, None, 1, 2, (1, 2)),  # one run: every core to it (it ran on one of two)
-    (None, None, 3, 2, (2, 1)),  # more runs than cores: one a core
-    (None, None, 2, 16, (2, 8)),
-    (2, None, 5, 16, (2, 8)),  # what the file or the command line says is kept; the rest fills the machine
-    (None, 4, 5, 16, (4, 4)),
-    (None, 4, 5, 2, (1, 4)),
-    (3, 1, 1, 16, (3, 1)),
-])
+@pytest.mark.parametrize(
+    "jobs,threads,runs,cores,want",
+    [
+        (None, None, 1, 2, (1, 2)),  # one run: every core to it (it ran on one of two)
+        (None, None, 3, 2, (2, 1)),  # more runs than cores: one a core
+        (None, None, 2, 16, (2, 8)),
+        (2, None, 5, 16, (2, 8)),  # what the file or the command line says is kept; the rest fills the machine
+        (None, 4, 5, 16, (4, 4)),
+        (None, 4, 5, 2, (1, 4)),
+        (3, 1, 1, 16, (3, 1)),
+    ],
+)
 def test_runs_and_threads_fill_the_machine_where_nothing_says(jobs, threads, runs, cores, want):
     from mixer_plugin.experiments.runner import fit_cores
 

@@ -34,9 +34,25 @@ def battery(tmp_path, mixer_code: str):
     (tmp_path / "temperature.py").write_text(mixer_code)
     with open(tests / "conftest.py", "a", encoding="utf-8") as f:
         f.write(LOADER.format(path=str(tmp_path / "temperature.py")))
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests / "test_mixers.py"),
-                           "-k", "temperature", "-x"], cwd=E2E_REPO, env=e2e_env(), capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(tests / "test_mixers.py"),
+            "-k",
+            "temperature",
+            "-x",
+        ],
+        cwd=E2E_REPO,
+        env=e2e_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def test_the_toy_mixer_of_the_docs_passes_the_battery(tmp_path):
@@ -47,6 +63,8 @@ def test_the_toy_mixer_of_the_docs_passes_the_battery(tmp_path):
 
 
 def test_the_battery_catches_a_wrong_scale(tmp_path):
-    wrong = code_block("# mixer_plugin/mixers/temperature.py").replace("scale=self.scaling / self.t", "scale=self.scaling")
+    wrong = code_block("# mixer_plugin/mixers/temperature.py").replace(
+        "scale=self.scaling / self.t", "scale=self.scaling"
+    )
     proc = battery(tmp_path, wrong)
     assert proc.returncode == 1 and "test_vectorised_equals_naive" in proc.stdout, proc.stdout[-2000:]

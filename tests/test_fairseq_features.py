@@ -17,11 +17,11 @@ tests/test_cli.py runs the same tools as subprocesses.
 import logging
 
 import pytest
-
 from conftest import E2E_MODEL_ARGS, E2E_SIZES, E2E_TRAIN_ARGS, E2E_USER_DIR
 from fairseq import distributed_utils, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_cli import generate, interactive, train
+
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
 
 FAMILIES = sorted(MIXER_REGISTRY)
@@ -107,9 +107,9 @@ def test_eval_bleu_checkpoint_loads_with_weights_only(trained):
     """--eval-bleu saves numpy arrays among the validation meters; the allowlist
     names exactly those globals (the rest of it: tests/test_ddp.py)."""
     import torch
+    from test_ddp import pickled_globals
 
     from mixer_plugin.compat import eval_bleu_meter_globals
-    from test_ddp import pickled_globals
 
     path = str(trained("attn"))
     names = {f"{g.__module__}.{g.__qualname__}" for g in eval_bleu_meter_globals()}

@@ -9,10 +9,10 @@ benchmark run."""
 
 import pytest
 import torch
+from mixer_cases import Case, all_cases, make_mixer, run
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from mixer_cases import Case, all_cases, make_mixer, run
 from mixer_plugin.bench.common import module_macs
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
 
@@ -44,8 +44,10 @@ def test_every_registered_mixer_declares_its_multiply_adds(case):
     try:
         macs = module_macs(m, 12, case.role)
     except (NotImplementedError, AttributeError) as e:
-        pytest.fail(f"{type(m).__name__} ({case.id}) does not declare its multiply-adds, macs(T, S) "
-                    f"(MixerBase.macs; AttentionMixer gives one from core_macs): {e!r}")
+        pytest.fail(
+            f"{type(m).__name__} ({case.id}) does not declare its multiply-adds, macs(T, S) "
+            f"(MixerBase.macs; AttentionMixer gives one from core_macs): {e!r}"
+        )
     assert isinstance(macs, int) and macs > 0
 
 

@@ -6,8 +6,8 @@ and the Table 4 switches."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from mixer_cases import Case, make_mixer, run
+
 from mixer_plugin.build import build
 from mixer_plugin.mixers import Role
 from mixer_plugin.mixers import hard as hard_module
@@ -186,8 +186,11 @@ def test_table4_switches_load_the_same_weights():
     hard = build("mixer_small_hard_dec", 50, TINY)
     assert soft.state_dict().keys() == hard.state_dict().keys()
     hard.load_state_dict(soft.state_dict())  # strict
-    decode_soft = build("mixer_small_hard_dec", 50, TINY + ["--decoder-mixers", "hard:decode=soft",
-                                                            "--decoder-cross-mixers", "hard:decode=soft"])
+    decode_soft = build(
+        "mixer_small_hard_dec",
+        50,
+        TINY + ["--decoder-mixers", "hard:decode=soft", "--decoder-cross-mixers", "hard:decode=soft"],
+    )
     decode_soft.load_state_dict(soft.state_dict())
     for m in (soft, hard, decode_soft):
         m.eval()

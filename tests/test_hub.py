@@ -15,10 +15,10 @@ import sys
 
 import pytest
 import torch
+from conftest import E2E_TRAIN_ARGS, E2E_USER_DIR, e2e_fairseq, e2e_run
 from fairseq.data.encoders.sentencepiece_bpe import SentencepieceBPE
 from fairseq.modules import MultiheadAttention
 
-from conftest import E2E_TRAIN_ARGS, E2E_USER_DIR, e2e_fairseq, e2e_run
 from mixer_plugin.experiments.checkpoints import last_checkpoints
 from mixer_plugin.mixers.ngram import NgramMixer
 from mixer_plugin.models.mixer_transformer import MixerDecoderLayer, MixerEncoderLayer, MixerTransformerModel
@@ -96,8 +96,12 @@ def test_hub_holds_the_plugin_model_and_its_mixers(hub):
         assert isinstance(layer, MixerDecoderLayer) and layer.self_mixer.name == "ngram"
         assert isinstance(layer.self_attn, NgramMixer), type(layer.self_attn)
         assert type(layer.encoder_attn) is MultiheadAttention  # cross: the stock attention
-    assert model.mixer_summary() == ["encoder.0: self=ngram", "encoder.1: self=ngram",
-                                     "decoder.0: self=ngram cross=attn", "decoder.1: self=ngram cross=attn"]
+    assert model.mixer_summary() == [
+        "encoder.0: self=ngram",
+        "encoder.1: self=ngram",
+        "decoder.0: self=ngram cross=attn",
+        "decoder.1: self=ngram cross=attn",
+    ]
 
 
 def test_hub_encodes_raw_text_as_the_corpus_was_prepared(hub, prepared):

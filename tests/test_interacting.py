@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import E2E_TRAIN_ARGS, E2E_USER_DIR, e2e_fairseq, e2e_run
 from fairseq.data import indexed_dataset
 from fairseq.modules import MultiheadAttention
-
-from conftest import E2E_TRAIN_ARGS, E2E_USER_DIR, e2e_fairseq, e2e_run
 from mixer_cases import Case, run
 from mixer_refs import NAIVE
+
 from mixer_plugin.mixers import MixerContext, Role, build_mixer
 from mixer_plugin.mixers.registry import parse_item
 
@@ -31,8 +31,15 @@ def stock(role: Role, D: int, H: int):
 
 def mixer(spec: str, role: Role, D: int = 32, H: int = 8, seed: int = 0):
     torch.manual_seed(seed)
-    ctx = MixerContext(role=role, layer_index=0, embed_dim=D, kv_dim=D, num_heads=H,
-                       attention_dropout=0.0, build_stock=lambda: stock(role, D, H))
+    ctx = MixerContext(
+        role=role,
+        layer_index=0,
+        embed_dim=D,
+        kv_dim=D,
+        num_heads=H,
+        attention_dropout=0.0,
+        build_stock=lambda: stock(role, D, H),
+    )
     return build_mixer(parse_item(role.flag, spec), ctx).double().eval()
 
 
@@ -57,8 +64,9 @@ def forward(m, role, x, enc, pad_x, pad_enc, **kw):
 def stepwise(m, role, x, enc, pad_enc):
     state = {}
     case = Case("-", role)
-    steps = [run(m, case, x[t : t + 1], enc, enc_padding_mask=pad_enc, incremental_state=state)
-             for t in range(x.size(0))]
+    steps = [
+        run(m, case, x[t : t + 1], enc, enc_padding_mask=pad_enc, incremental_state=state) for t in range(x.size(0))
+    ]
     return torch.cat(steps)
 
 
@@ -74,13 +82,20 @@ def assert_same_as_stock(m, ref, role):
     ours = forward(m, role, x, enc, pad_x, pad_enc)
     torch.testing.assert_close(ours[real], forward(ref, role, x, enc, pad_x, pad_enc)[real], **STOCK_TOL)
     if role is not Role.ENCODER_SELF:
-        torch.testing.assert_close(stepwise(m, role, x, enc, pad_enc), stepwise(ref, role, x, enc, pad_enc),
-                                   **STOCK_TOL)
+        torch.testing.assert_close(
+            stepwise(m, role, x, enc, pad_enc), stepwise(ref, role, x, enc, pad_enc), **STOCK_TOL
+        )
 
 
 # ------------------------------------------- efficient == Algorithm 1, more heads
-SPECS = ["interacting", "interacting:scale=none", "interacting:scale=dk", "interacting:heads=16",
-         "interacting:reading=pairwise", "interacting:reading=pairwise:heads=2:head_dim=12"]
+SPECS = [
+    "interacting",
+    "interacting:scale=none",
+    "interacting:scale=dk",
+    "interacting:heads=16",
+    "interacting:reading=pairwise",
+    "interacting:reading=pairwise:heads=2:head_dim=12",
+]
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r.value)
@@ -177,8 +192,15 @@ def test_talking_heads_identity_is_stock_attention(role):
     assert_same_as_stock(m, ref, role)
     if role is Role.DECODER_CROSS:
         x, enc, _, pad_enc = inputs(D)
-        kw = dict(query=x, key=enc, value=enc, key_padding_mask=pad_enc, static_kv=True,
-                  need_weights=True, need_head_weights=True)
+        kw = dict(
+            query=x,
+            key=enc,
+            value=enc,
+            key_padding_mask=pad_enc,
+            static_kv=True,
+            need_weights=True,
+            need_head_weights=True,
+        )
         torch.testing.assert_close(m(**kw)[1], ref(**kw)[1].double(), **STOCK_TOL)  # (H, B, T, S)
 
 
@@ -282,8 +304,18 @@ def test_max_heads_bad_input_is_one_line(tmp_path, capsys):
 def test_max_heads_on_preprocessed_text_counts_its_tokens(e2e_data):
     """Through fairseq-preprocess: the mean is the mean whitespace-token count of the
     raw training text (fairseq's tokenizer splits on whitespace; EOS not counted)."""
-    proc = e2e_run([sys.executable, "-m", "mixer_plugin.analysis.max_heads", e2e_data.bin, "--d-model", "512",
-                    "--json", e2e_data.bin / "max_heads.json"])
+    proc = e2e_run(
+        [
+            sys.executable,
+            "-m",
+            "mixer_plugin.analysis.max_heads",
+            e2e_data.bin,
+            "--d-model",
+            "512",
+            "--json",
+            e2e_data.bin / "max_heads.json",
+        ]
+    )
     r = json.loads((e2e_data.bin / "max_heads.json").read_text())
     words = [len(line.split()) for lang in ("en", "de") for line in e2e_data.lines("train", lang)]
     assert r["mean_length"] == pytest.approx(sum(words) / len(words))
@@ -305,12 +337,35 @@ def test_train_and_generate_with_every_new_mixer(e2e_data, tmp_path):
     ]  # fmt: skip
     proc = e2e_fairseq("train", e2e_data.bin, *model, *E2E_TRAIN_ARGS, "--save-dir", tmp_path, "--max-update", "3")
     log = proc.stdout + proc.stderr
-    for line in ("encoder.1: self=talking_heads",
-                 "decoder.1: self=interacting:reading=pairwise cross=fixed_head:head_dim=12"):
+    for line in (
+        "encoder.1: self=talking_heads",
+        "decoder.1: self=interacting:reading=pairwise cross=fixed_head:head_dim=12",
+    ):
         assert line in log, line
-    gen = e2e_fairseq("generate", e2e_data.bin, "--user-dir", E2E_USER_DIR, "--task", "translation",
-                      "--source-lang", "en", "--target-lang", "de", "--path", tmp_path / "checkpoint_last.pt",
-                      "--gen-subset", "test", "--beam", "2", "--batch-size", "16", "--max-len-b", "8",
-                      "--required-batch-size-multiple", "1", "--cpu")
+    gen = e2e_fairseq(
+        "generate",
+        e2e_data.bin,
+        "--user-dir",
+        E2E_USER_DIR,
+        "--task",
+        "translation",
+        "--source-lang",
+        "en",
+        "--target-lang",
+        "de",
+        "--path",
+        tmp_path / "checkpoint_last.pt",
+        "--gen-subset",
+        "test",
+        "--beam",
+        "2",
+        "--batch-size",
+        "16",
+        "--max-len-b",
+        "8",
+        "--required-batch-size-multiple",
+        "1",
+        "--cpu",
+    )
     hyps = [line for line in gen.stdout.splitlines() if line.startswith("H-")]
     assert len(hyps) == len(e2e_data.lines("test", "de"))

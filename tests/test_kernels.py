@@ -6,8 +6,8 @@ of size B x T x S where padding alone is (B, 1, 1, S) and causality is is_causal
 import pytest
 import torch
 import torch.nn.functional as F
-
 from mixer_cases import Case, make_mixer, run
+
 from mixer_plugin.mixers import Role, kernels
 
 

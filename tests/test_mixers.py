@@ -10,9 +10,9 @@ Equivalence checks run in float64 so tolerances can be tight."""
 
 import pytest
 import torch
-
-from mixer_cases import D, Case, all_cases, make_mixer, run
+from mixer_cases import Case, D, all_cases, make_mixer, run
 from mixer_refs import NAIVE
+
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
 from mixer_plugin.mixers.ngram import window_gemm
 
@@ -139,8 +139,15 @@ def test_incremental_with_fairseq_padding_masks(case, side, grad):
             state, steps = {}, []
             for t in range(T):
                 column = pad[:, t : t + 1]  # (B, 1)
-                steps.append(run(m, case, x[t : t + 1], key_padding_mask=column if column.any() else None,
-                                 incremental_state=state))
+                steps.append(
+                    run(
+                        m,
+                        case,
+                        x[t : t + 1],
+                        key_padding_mask=column if column.any() else None,
+                        incremental_state=state,
+                    )
+                )
             real = ~pad.t()
         torch.testing.assert_close(torch.cat(steps)[real], full[real], **tol(case))
 
@@ -289,12 +296,12 @@ def test_single_token_equals_naive(case):
 
 
 STOCK_EMPTY = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
+    strict=True,
+    raises=AssertionError,
     reason="fairseq's own MultiheadAttention asserts on an empty self-attention (stock behaviour)",
 )
 EMPTY_CASES = [
-    pytest.param(c, marks=STOCK_EMPTY) if c.spec == "attn" and c.role is not Role.DECODER_CROSS else c
-    for c in CASES
+    pytest.param(c, marks=STOCK_EMPTY) if c.spec == "attn" and c.role is not Role.DECODER_CROSS else c for c in CASES
 ]
 
 

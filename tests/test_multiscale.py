@@ -8,9 +8,9 @@ layer of eq. 10, and the text classifier (model and CLI)."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import E2E_USER_DIR, e2e_fairseq
 from mixer_cases import Case, make_mixer, run
+
 from mixer_plugin.build import build
 from mixer_plugin.mixers import MixerSpecError, Role
 from mixer_plugin.mixers import multiscale as ms
@@ -129,8 +129,10 @@ def test_small_windows_never_build_an_L_by_L_matrix(monkeypatch):
 
 
 # ---------------------------------------------------- decoder cache bound
-@pytest.mark.parametrize("spec,bound", [("multiscale:scales=1+3+5+7", 3), ("multiscale:scales=1x1+2x3:omega=radius", 2),
-                                        ("multiscale:scales=1x4", 0)])
+@pytest.mark.parametrize(
+    "spec,bound",
+    [("multiscale:scales=1+3+5+7", 3), ("multiscale:scales=1x1+2x3:omega=radius", 2), ("multiscale:scales=1x4", 0)],
+)
 def test_decoder_cache_is_bounded_by_the_largest_fixed_scale(spec, bound):
     m = make_mixer(Case(spec, DEC))
     assert m.cache_window == bound
@@ -183,16 +185,25 @@ def test_specs_that_build(spec, role):
 @pytest.mark.parametrize("layers", [2, 4])
 def test_alpha_layers_must_be_the_stack_depth(layers):
     with pytest.raises(MixerSpecError, match=f"layers={layers} but the stack has 3 layers"):
-        build("mixer_small_attn", 50, TINY + ["--encoder-layers", "3",
-                                             "--encoder-mixers", f"multiscale:alpha=0.5:layers={layers}:scales=1+3"])
+        build(
+            "mixer_small_attn",
+            50,
+            TINY + ["--encoder-layers", "3", "--encoder-mixers", f"multiscale:alpha=0.5:layers={layers}:scales=1+3"],
+        )
 
 
 def test_alpha_takes_the_stack_depth_from_the_model():
     """Without layers=, eq. (11)'s L is the model's --encoder-layers."""
-    ours = build("mixer_small_attn", 50, TINY + ["--encoder-layers", "3",
-                                                "--encoder-mixers", "multiscale:alpha=0.5:scales=1+3+5"])
-    explicit = build("mixer_small_attn", 50, TINY + ["--encoder-layers", "3",
-                                                    "--encoder-mixers", "multiscale:alpha=0.5:layers=3:scales=1+3+5"])
+    ours = build(
+        "mixer_small_attn",
+        50,
+        TINY + ["--encoder-layers", "3", "--encoder-mixers", "multiscale:alpha=0.5:scales=1+3+5"],
+    )
+    explicit = build(
+        "mixer_small_attn",
+        50,
+        TINY + ["--encoder-layers", "3", "--encoder-mixers", "multiscale:alpha=0.5:layers=3:scales=1+3+5"],
+    )
     scales = [[str(s) for s in layer.self_attn.head_scales] for layer in ours.encoder.layers]
     assert scales == [[str(s) for s in layer.self_attn.head_scales] for layer in explicit.encoder.layers]
     expected = [sum([[w] * c for w, c in zip("135", counts)], []) for counts in ms.alpha_schedule(0.5, 3, 3, 4)]
@@ -262,8 +273,9 @@ def test_classifier_builds_and_trains_a_step(arch):
     model, task, args = classifier(arch)
     assert len(model.encoder.layers) == 3
     if arch == "mixer_cls_ms":
-        assert model.mixer_summary()[0] == ("encoder.0: self=multiscale:scales=1x5+3x2+n/16x2+n/8x1"
-                                            " layer=ms (eq. 10, no FFN)")
+        assert model.mixer_summary()[0] == (
+            "encoder.0: self=multiscale:scales=1x5+3x2+n/16x2+n/8x1 layer=ms (eq. 10, no FFN)"
+        )
         assert model.encoder.layers[0].fc1 is None  # eq. (10): no FFN
     src = torch.randint(4, 64, (4, 12))
     src[:, 0] = 0  # the [CLS] node, as --init-token 0 puts it

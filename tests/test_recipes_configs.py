@@ -5,8 +5,8 @@ DDP through torchrun, precision, decoding of another row's checkpoints)."""
 import json
 
 import pytest
-
 from conftest import work_at
+
 from mixer_plugin.experiments import paper_rows
 from mixer_plugin.experiments.spec import load
 from mixer_plugin.experiments.stages import flag_value, prepare_stage, run_stages
@@ -34,8 +34,10 @@ def test_every_row_and_dataset_has_a_config_and_a_recipe():
             assert arch in ARCHITECTURES and ARCHITECTURES[arch].paper == paper.key, (paper.key, arch)
             assert f"{paper.key}/{arch}.{data}.yaml" in have, (arch, data)
         for data in [*paper.prepare, *paper.recipes]:
-            assert any(data in ARCHITECTURES[a].data for a in ARCHITECTURES if ARCHITECTURES[a].paper == paper.key), \
-                (paper.key, data)  # a dataset the paper's rows run on
+            assert any(data in ARCHITECTURES[a].data for a in ARCHITECTURES if ARCHITECTURES[a].paper == paper.key), (
+                paper.key,
+                data,
+            )  # a dataset the paper's rows run on
 
 
 def commands(name, tmp_path, monkeypatch, **env):
@@ -50,8 +52,11 @@ def commands(name, tmp_path, monkeypatch, **env):
         prepared = prepare_stage(m.data, m.prepare)
         root = prepared.outputs[0].parent
         root.mkdir(parents=True, exist_ok=True)
-        (root / "prep.json").write_text(json.dumps({"src": "en", "tgt": "de", "references": {
-            "test": {"detok": "ref/test.de", "tok": "ref/test.tok.de"}}}))
+        (root / "prep.json").write_text(
+            json.dumps(
+                {"src": "en", "tgt": "de", "references": {"test": {"detok": "ref/test.de", "tok": "ref/test.tok.de"}}}
+            )
+        )
         chain = run_stages(exp, m, 1, prepared, trained.get(m.decode_of))
         if not m.decode_of:
             trained[m.name] = chain[0]
@@ -59,11 +64,17 @@ def commands(name, tmp_path, monkeypatch, **env):
     return exp, out
 
 
-@pytest.mark.parametrize("name", [
-    "multinn/mixer_wmt_multinn.wmt16_en_de", "multinn/mixer_iwslt_local.iwslt14_de_en",
-    "multinn/mixer_wmt_attn.cnn_dm", "hard_retrieval/mixer_wmt_big_hard_dec.wmt14_en_fr",
-    "hard_retrieval/mixer_wmt_hard_dec.wmt16_en_de", "interacting/mixer_ihead_interacting_h8.wmt17_en_cs",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "multinn/mixer_wmt_multinn.wmt16_en_de",
+        "multinn/mixer_iwslt_local.iwslt14_de_en",
+        "multinn/mixer_wmt_attn.cnn_dm",
+        "hard_retrieval/mixer_wmt_big_hard_dec.wmt14_en_fr",
+        "hard_retrieval/mixer_wmt_hard_dec.wmt16_en_de",
+        "interacting/mixer_ihead_interacting_h8.wmt17_en_cs",
+    ],
+)
 def test_config_commands_parse_as_fairseq(name, tmp_path, monkeypatch):
     from fairseq import options
 

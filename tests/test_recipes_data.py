@@ -20,8 +20,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import E2E_REPO as REPO
+from conftest import bundled_lines
 
-from conftest import E2E_REPO as REPO, bundled_lines
 from mixer_plugin.data import prep as prep_lib
 
 EN = bundled_lines("train", "en", 400)
@@ -45,14 +46,20 @@ def make_tar(path: Path, members: dict):
 
 
 def sgm(segs, lang, kind="srcset"):
-    body = "".join(f'<seg id="{i + 1}">{s.replace("&", "&amp;").replace("<", "&lt;")}</seg>\n' for i, s in enumerate(segs))
-    return f'<{kind} setid="x" srclang="any"><doc docid="d" genre="news" origlang="{lang}">\n{body}</doc></{kind}>\n'.encode()
+    body = "".join(
+        f'<seg id="{i + 1}">{s.replace("&", "&amp;").replace("<", "&lt;")}</seg>\n' for i, s in enumerate(segs)
+    )
+    doc = f'<doc docid="d" genre="news" origlang="{lang}">'
+    return f'<{kind} setid="x" srclang="any">{doc}\n{body}</doc></{kind}>\n'.encode()
 
 
 def run_recipe(name, *args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "mixer_plugin.data.recipes", name, "--offline", "--workers", "1",
-                           *map(str, args)],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mixer_plugin.data.recipes", name, "--offline", "--workers", "1", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     if check and proc.returncode != 0:
         pytest.fail(f"{name} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}", pytrace=False)
     return proc
@@ -70,13 +77,23 @@ def nlines(path):
 def wit3_archive(path, prefix, sets, n_train=120):
     de = [d for _, d in PAIRS[:n_train]]
     en = [e for e, _ in PAIRS[:n_train]]
-    head = ["<url>http://www.ted.com/talks/x</url>", "<keywords>talks</keywords>", "<talkid>1</talkid>",
-            "<title>Ein Titel</title>", "<description>Eine Beschreibung</description>"]
-    head_en = ["<url>http://www.ted.com/talks/x</url>", "<keywords>talks</keywords>", "<talkid>1</talkid>",
-               "<title>A title</title>", "<description>A description</description>"]
+    head = [
+        "<url>http://www.ted.com/talks/x</url>",
+        "<keywords>talks</keywords>",
+        "<talkid>1</talkid>",
+        "<title>Ein Titel</title>",
+        "<description>Eine Beschreibung</description>",
+    ]
+    head_en = [
+        "<url>http://www.ted.com/talks/x</url>",
+        "<keywords>talks</keywords>",
+        "<talkid>1</talkid>",
+        "<title>A title</title>",
+        "<description>A description</description>",
+    ]
     members = {"de-en/train.tags.de-en.de": lines(head + de), "de-en/train.tags.de-en.en": lines(head_en + en)}
     for i, name in enumerate(sets):
-        chunk = PAIRS[200 + 10 * i: 210 + 10 * i]
+        chunk = PAIRS[200 + 10 * i : 210 + 10 * i]
         members[f"de-en/{prefix}.{name}.de-en.de.xml"] = sgm([d for _, d in chunk], "de")
         members[f"de-en/{prefix}.{name}.de-en.en.xml"] = sgm([e for e, _ in chunk], "en", "refset")
     return make_tar(path, members)
@@ -115,8 +132,9 @@ def test_iwslt14_edunov_setup(tmp_path):
 def test_iwslt16_truecase_sentencepiece(tmp_path):
     dl = tmp_path / "dl"
     dl.mkdir()
-    wit3_archive(dl / "de-en-2016.tgz", "IWSLT16",
-                 ["TED.dev2010", "TEDX.dev2012"] + [f"TED.tst{y}" for y in range(2010, 2015)])
+    wit3_archive(
+        dl / "de-en-2016.tgz", "IWSLT16", ["TED.dev2010", "TEDX.dev2012"] + [f"TED.tst{y}" for y in range(2010, 2015)]
+    )
     root = tmp_path / "out"
     run_recipe("iwslt16_de_en", "--downloads", dl, "--root", root, "--vocab", "300", "--no-binarize")
     m = manifest(root)
@@ -159,8 +177,13 @@ def test_wmt16_google_archive_binarized(tmp_path):
 
 
 def wmt_corpus_tgz(path, pairs, folder, prefix, src, tgt):
-    return make_tar(path, {f"{folder}{prefix}.{src}": lines([p[0] for p in pairs]),
-                           f"{folder}{prefix}.{tgt}": lines([p[1] for p in pairs])})
+    return make_tar(
+        path,
+        {
+            f"{folder}{prefix}.{src}": lines([p[0] for p in pairs]),
+            f"{folder}{prefix}.{tgt}": lines([p[1] for p in pairs]),
+        },
+    )
 
 
 def test_wmt16_raw_from_statmt_archives(tmp_path):
@@ -168,17 +191,46 @@ def test_wmt16_raw_from_statmt_archives(tmp_path):
     dl.mkdir()
     wmt_corpus_tgz(dl / "training-parallel-europarl-v7.tgz", PAIRS[:40], "training/", "europarl-v7.de-en", "en", "de")
     wmt_corpus_tgz(dl / "training-parallel-commoncrawl.tgz", PAIRS[40:60], "", "commoncrawl.de-en", "en", "de")
-    wmt_corpus_tgz(dl / "training-parallel-nc-v11.tgz", PAIRS[60:80], "training-parallel-nc-v11/", "news-commentary-v11.de-en", "en", "de")
+    wmt_corpus_tgz(
+        dl / "training-parallel-nc-v11.tgz",
+        PAIRS[60:80],
+        "training-parallel-nc-v11/",
+        "news-commentary-v11.de-en",
+        "en",
+        "de",
+    )
     v, t = PAIRS[80:90], PAIRS[90:102]
-    make_tar(dl / "dev-wmt17.tgz", {"dev/newstest2013-src.en.sgm": sgm([p[0] for p in v], "en"),
-                                    "dev/newstest2013-ref.de.sgm": sgm([p[1] for p in v], "de", "refset"),
-                                    "dev/newstest2012-src.en.sgm": sgm([p[0] for p in v[:4]], "en"),
-                                    "dev/newstest2012-ref.de.sgm": sgm([p[1] for p in v[:4]], "de", "refset")})
-    make_tar(dl / "test-full.tgz", {"test-full/newstest2014-deen-src.en.sgm": sgm([p[0] for p in t], "en"),
-                                    "test-full/newstest2014-deen-ref.de.sgm": sgm([p[1] for p in t], "de", "refset")})
+    make_tar(
+        dl / "dev-wmt17.tgz",
+        {
+            "dev/newstest2013-src.en.sgm": sgm([p[0] for p in v], "en"),
+            "dev/newstest2013-ref.de.sgm": sgm([p[1] for p in v], "de", "refset"),
+            "dev/newstest2012-src.en.sgm": sgm([p[0] for p in v[:4]], "en"),
+            "dev/newstest2012-ref.de.sgm": sgm([p[1] for p in v[:4]], "de", "refset"),
+        },
+    )
+    make_tar(
+        dl / "test-full.tgz",
+        {
+            "test-full/newstest2014-deen-src.en.sgm": sgm([p[0] for p in t], "en"),
+            "test-full/newstest2014-deen-ref.de.sgm": sgm([p[1] for p in t], "de", "refset"),
+        },
+    )
     root = tmp_path / "out"
-    run_recipe("wmt16_en_de", "--variant", "raw", "--valid", "newstest2012,newstest2013", "--downloads", dl,
-               "--root", root, "--vocab", "100", "--no-binarize")
+    run_recipe(
+        "wmt16_en_de",
+        "--variant",
+        "raw",
+        "--valid",
+        "newstest2012,newstest2013",
+        "--downloads",
+        dl,
+        "--root",
+        root,
+        "--vocab",
+        "100",
+        "--no-binarize",
+    )
     m = manifest(root)
     assert m["segments"]["valid"] == 14 and m["segments"]["test"] == 12
     assert m["segments"]["train"] == 80 - m.get("train_removed_by_length", 0)
@@ -196,13 +248,28 @@ def test_wmt14_en_fr_with_giga(tmp_path):
     wmt_corpus_tgz(dl / "training-parallel-commoncrawl.tgz", fr[20:30], "", "commoncrawl.fr-en", "en", "fr")
     wmt_corpus_tgz(dl / "training-parallel-un.tgz", fr[30:40], "un/", "undoc.2000.fr-en", "en", "fr")
     wmt_corpus_tgz(dl / "training-parallel-nc-v9.tgz", fr[40:50], "training/", "news-commentary-v9.fr-en", "en", "fr")
-    make_tar(dl / "training-giga-fren.tar", {
-        "giga-fren.release2.fixed.en.gz": gzip.compress(lines([p[0] for p in fr[50:60]])),
-        "giga-fren.release2.fixed.fr.gz": gzip.compress(lines([p[1] for p in fr[50:60]]))})
-    make_tar(dl / "dev-wmt14.tgz", {f"dev/{n}-src.{l}.sgm": sgm([p[i] for p in fr[60:66]], l)
-                                    for n in ("newstest2012", "newstest2013") for i, l in ((0, "en"), (1, "fr"))})
-    make_tar(dl / "test-full.tgz", {"test-full/newstest2014-fren-src.en.sgm": sgm([p[0] for p in fr[70:78]], "en"),
-                                    "test-full/newstest2014-fren-ref.fr.sgm": sgm([p[1] for p in fr[70:78]], "fr", "refset")})
+    make_tar(
+        dl / "training-giga-fren.tar",
+        {
+            "giga-fren.release2.fixed.en.gz": gzip.compress(lines([p[0] for p in fr[50:60]])),
+            "giga-fren.release2.fixed.fr.gz": gzip.compress(lines([p[1] for p in fr[50:60]])),
+        },
+    )
+    make_tar(
+        dl / "dev-wmt14.tgz",
+        {
+            f"dev/{n}-src.{lang}.sgm": sgm([p[i] for p in fr[60:66]], lang)
+            for n in ("newstest2012", "newstest2013")
+            for i, lang in ((0, "en"), (1, "fr"))
+        },
+    )
+    make_tar(
+        dl / "test-full.tgz",
+        {
+            "test-full/newstest2014-fren-src.en.sgm": sgm([p[0] for p in fr[70:78]], "en"),
+            "test-full/newstest2014-fren-ref.fr.sgm": sgm([p[1] for p in fr[70:78]], "fr", "refset"),
+        },
+    )
     root = tmp_path / "out"
     run_recipe("wmt14_en_fr", "--downloads", dl, "--root", root, "--vocab", "100", "--no-binarize")
     m = manifest(root)
@@ -216,9 +283,14 @@ def test_wmt17_preprocessed_release(tmp_path):
     tc = lambda s: s[:1].lower() + s[1:]  # noqa: E731  (a truecased-looking first word)
     for i, lang in ((0, "en"), (1, "de")):
         (dl / f"corpus.tc.{lang}.gz").write_bytes(gzip.compress(lines([tc(p[i]) for p in PAIRS[:60]])))
-    make_tar(dl / "dev.tgz", {f"dev/{n}.tc.{lang}": lines([tc(p[i]) for p in PAIRS[a:b]])
-                              for n, a, b in (("newstest2016", 60, 70), ("newstest2017", 70, 82))
-                              for i, lang in ((0, "en"), (1, "de"))})
+    make_tar(
+        dl / "dev.tgz",
+        {
+            f"dev/{n}.tc.{lang}": lines([tc(p[i]) for p in PAIRS[a:b]])
+            for n, a, b in (("newstest2016", 60, 70), ("newstest2017", 70, 82))
+            for i, lang in ((0, "en"), (1, "de"))
+        },
+    )
     root = tmp_path / "out"
     run_recipe("wmt17_de_en", "--downloads", dl, "--root", root, "--vocab", "100", "--no-binarize")
     m = manifest(root)
@@ -229,8 +301,17 @@ def test_wmt17_preprocessed_release(tmp_path):
     ref_tok = (root / "ref" / "test.tok.en").read_text().splitlines()
     assert ref_tok[0][:1].isupper()
     # a set the release does not have: one line naming what it has
-    bad = run_recipe("wmt17_de_en", "--downloads", dl, "--root", tmp_path / "x", "--test", "newstest2019",
-                     "--no-binarize", check=False)
+    bad = run_recipe(
+        "wmt17_de_en",
+        "--downloads",
+        dl,
+        "--root",
+        tmp_path / "x",
+        "--test",
+        "newstest2019",
+        "--no-binarize",
+        check=False,
+    )
     last = bad.stderr.strip().splitlines()[-1]
     assert bad.returncode == 2 and "newstest2019.tc" in last and "newstest2016.tc" in last
 
@@ -242,10 +323,14 @@ def test_wmt17_test_set_from_wmt18_when_the_release_lacks_it(tmp_path):
     dl.mkdir()
     for i, lang in ((0, "en"), (1, "de")):
         (dl / f"corpus.tc.{lang}.gz").write_bytes(gzip.compress(lines([p[i] for p in PAIRS[:60]])))
-    make_tar(dl / "dev.tgz", {f"dev/newstest2016.tc.{lang}": lines([p[i] for p in PAIRS[60:70]])
-                              for i, lang in ((0, "en"), (1, "de"))})
-    make_tar(dl / "dev-wmt18.tgz", {f"dev/newstest2017.tc.{lang}": lines([p[i] for p in PAIRS[70:82]])
-                                    for i, lang in ((0, "en"), (1, "de"))})
+    make_tar(
+        dl / "dev.tgz",
+        {f"dev/newstest2016.tc.{lang}": lines([p[i] for p in PAIRS[60:70]]) for i, lang in ((0, "en"), (1, "de"))},
+    )
+    make_tar(
+        dl / "dev-wmt18.tgz",
+        {f"dev/newstest2017.tc.{lang}": lines([p[i] for p in PAIRS[70:82]]) for i, lang in ((0, "en"), (1, "de"))},
+    )
     root = tmp_path / "out"
     run_recipe("wmt17_de_en", "--downloads", dl, "--root", root, "--vocab", "100", "--no-binarize")
     assert manifest(root)["segments"] == {"train": 60, "valid": 10, "test": 12}
@@ -259,18 +344,28 @@ def test_wmt17_ihead_en_cs_separate_vocab(tmp_path):
     wmt_corpus_tgz(dl / "training-parallel-europarl-v7.tgz", cs[:30], "training/", "europarl-v7.cs-en", "en", "cs")
     wmt_corpus_tgz(dl / "training-parallel-commoncrawl.tgz", cs[30:45], "", "commoncrawl.cs-en", "en", "cs")
     wmt_corpus_tgz(dl / "training-parallel-nc-v12.tgz", cs[45:60], "training/", "news-commentary-v12.cs-en", "en", "cs")
-    dev = {"dev/newstest2013.en": lines([p[0] for p in cs[60:66]]), "dev/newstest2013.cs": lines([p[1] for p in cs[60:66]]),
-           # 2014: one set for both directions; 2015-2016: per direction
-           "dev/newstest2014-csen-src.cs.sgm": sgm([p[1] for p in cs[66:70]], "cs"),
-           "dev/newstest2014-csen-ref.en.sgm": sgm([p[0] for p in cs[66:70]], "en", "refset")}
+    dev = {
+        "dev/newstest2013.en": lines([p[0] for p in cs[60:66]]),
+        "dev/newstest2013.cs": lines([p[1] for p in cs[60:66]]),
+        # 2014: one set for both directions; 2015-2016: per direction
+        "dev/newstest2014-csen-src.cs.sgm": sgm([p[1] for p in cs[66:70]], "cs"),
+        "dev/newstest2014-csen-ref.en.sgm": sgm([p[0] for p in cs[66:70]], "en", "refset"),
+    }
     for y, a in ((2015, 70), (2016, 74)):
-        dev[f"dev/newstest{y}-encs-src.en.sgm"] = sgm([p[0] for p in cs[a:a + 4]], "en")
-        dev[f"dev/newstest{y}-encs-ref.cs.sgm"] = sgm([p[1] for p in cs[a:a + 4]], "cs", "refset")
+        dev[f"dev/newstest{y}-encs-src.en.sgm"] = sgm([p[0] for p in cs[a : a + 4]], "en")
+        dev[f"dev/newstest{y}-encs-ref.cs.sgm"] = sgm([p[1] for p in cs[a : a + 4]], "cs", "refset")
     make_tar(dl / "dev-wmt17.tgz", dev)
-    make_tar(dl / "test-wmt17.tgz", {"test/newstest2017-encs-src.en.sgm": sgm([p[0] for p in cs[78:83]], "en"),
-                                     "test/newstest2017-encs-ref.cs.sgm": sgm([p[1] for p in cs[78:83]], "cs", "refset")})
+    make_tar(
+        dl / "test-wmt17.tgz",
+        {
+            "test/newstest2017-encs-src.en.sgm": sgm([p[0] for p in cs[78:83]], "en"),
+            "test/newstest2017-encs-ref.cs.sgm": sgm([p[1] for p in cs[78:83]], "cs", "refset"),
+        },
+    )
     root = tmp_path / "out"
-    run_recipe("wmt17_en_cs", "--variant", "ihead", "--downloads", dl, "--root", root, "--vocab", "250", "--no-binarize")
+    run_recipe(
+        "wmt17_en_cs", "--variant", "ihead", "--downloads", dl, "--root", root, "--vocab", "250", "--no-binarize"
+    )
     m = manifest(root)
     assert m["segments"]["valid"] == 6
     assert [m["segments"][s] for s in ("test", "test1", "test2", "test3")] == [4, 4, 4, 5]
@@ -286,12 +381,17 @@ def test_gigaword_sumdata_layout(tmp_path):
     art = [e.lower() for e, _ in PAIRS[:50]]
     tit = [" ".join(e.lower().split()[:4]) for e, _ in PAIRS[:50]]
     tit[3] = ""  # the release has empty titles
-    make_tar(dl / "summary.tar.gz", {
-        "sumdata/train/train.article.txt.gz": gzip.compress(lines(art[:30])),
-        "sumdata/train/train.title.txt.gz": gzip.compress(lines(tit[:30])),
-        "sumdata/train/valid.article.filter.txt.gz": gzip.compress(lines(art[30:40])),
-        "sumdata/train/valid.title.filter.txt.gz": gzip.compress(lines(tit[30:40])),
-        "sumdata/Giga/input.txt": lines(art[40:50]), "sumdata/Giga/task1_ref0.txt": lines(tit[40:50])})
+    make_tar(
+        dl / "summary.tar.gz",
+        {
+            "sumdata/train/train.article.txt.gz": gzip.compress(lines(art[:30])),
+            "sumdata/train/train.title.txt.gz": gzip.compress(lines(tit[:30])),
+            "sumdata/train/valid.article.filter.txt.gz": gzip.compress(lines(art[30:40])),
+            "sumdata/train/valid.title.filter.txt.gz": gzip.compress(lines(tit[30:40])),
+            "sumdata/Giga/input.txt": lines(art[40:50]),
+            "sumdata/Giga/task1_ref0.txt": lines(tit[40:50]),
+        },
+    )
     root = tmp_path / "out"
     run_recipe("gigaword", "--downloads", dl, "--root", root, "--vocab", "100", "--valid-size", "5", "--no-binarize")
     m = manifest(root)
@@ -304,10 +404,11 @@ def test_cnn_dm_stories_and_url_lists(tmp_path):
     dl.mkdir()
     urls = {s: [f"http://www.cnn.com/{s}/{i}" for i in range(n)] for s, n in (("train", 6), ("val", 2), ("test", 3))}
     stories = {}
-    for s, us in urls.items():
+    for us in urls.values():
         for i, u in enumerate(us):
-            body = " ".join(e for e, _ in PAIRS[i * 3: i * 3 + 3])
-            text = f"{body}\n\nSecond Paragraph without period\n\n@highlight\n\nFirst Point\n\n@highlight\n\nsecond point.\n"
+            body = " ".join(e for e, _ in PAIRS[i * 3 : i * 3 + 3])
+            highlights = "@highlight\n\nFirst Point\n\n@highlight\n\nsecond point.\n"
+            text = f"{body}\n\nSecond Paragraph without period\n\n{highlights}"
             stories[hashlib.sha1(u.encode()).hexdigest()] = text
     keys = sorted(stories)
     make_tar(dl / "cnn_stories.tgz", {f"cnn/stories/{k}.story": stories[k].encode() for k in keys[:6]})
@@ -315,7 +416,9 @@ def test_cnn_dm_stories_and_url_lists(tmp_path):
     for s, us in urls.items():
         (dl / f"all_{s}.txt").write_text("\n".join(us) + "\n")
     root = tmp_path / "out"
-    run_recipe("cnn_dm", "--downloads", dl, "--root", root, "--vocab", "100", "--max-source-tokens", "20", "--no-binarize")
+    run_recipe(
+        "cnn_dm", "--downloads", dl, "--root", root, "--vocab", "100", "--max-source-tokens", "20", "--no-binarize"
+    )
     m = manifest(root)
     assert m["segments"] == {"train": 6, "valid": 2, "test": 3}
     tgt = (root / "ref" / "test.tgt").read_text().splitlines()
@@ -334,9 +437,11 @@ def small_corpus(tmp_path, names, n=(60, 10, 12)):
     corpus.mkdir(parents=True)
     starts = {"train": 0, "valid": n[0], "test": n[0] + n[1]}
     for split, size in zip(("train", "valid", "test"), n):
-        chunk = PAIRS[starts[split]: starts[split] + size]
+        chunk = PAIRS[starts[split] : starts[split] + size]
         for name, i in names.items():
-            (corpus / f"{split}.{name}").write_text("".join((p[i] if isinstance(i, int) else i(p)) + "\n" for p in chunk))
+            (corpus / f"{split}.{name}").write_text(
+                "".join((p[i] if isinstance(i, int) else i(p)) + "\n" for p in chunk)
+            )
     return corpus
 
 
@@ -390,7 +495,8 @@ def test_debian_cls_labels_must_pair_with_inputs(tmp_path):
     bad = run_recipe("debian_cls", "--corpus", cls, "--root", tmp_path / "cls", "--vocab", "120", check=False)
     assert bad.returncode == 2, bad.stderr
     assert bad.stderr.strip().splitlines()[-1] == (
-        "mixer-prepare debian_cls: error: train: the sides have different line counts {'input0': 60, 'label': 59}")
+        "mixer-prepare debian_cls: error: train: the sides have different line counts {'input0': 60, 'label': 59}"
+    )
     assert not (tmp_path / "cls" / "prep.json").exists()
 
 
@@ -404,7 +510,9 @@ def test_download_verifies_then_renames(tmp_path):
     ws = prep_lib.Workspace(tmp_path / "root", args, "t")
     path = prep_lib.fetch(prep_lib.Download("a.tgz", [good.as_uri()]), ws)
     assert path == ws.downloads / "a.tgz" and path.read_bytes() == data
-    with pytest.raises(prep_lib.PrepError, match=r"download of cut.tgz failed .*corrupt or truncated.*nothing was kept"):
+    with pytest.raises(
+        prep_lib.PrepError, match=r"download of cut.tgz failed .*corrupt or truncated.*nothing was kept"
+    ):
         prep_lib.fetch(prep_lib.Download("cut.tgz", [(tmp_path / "src" / "cut.tgz").as_uri()]), ws)
     assert sorted(p.name for p in ws.downloads.iterdir()) == ["a.tgz"]  # no .part, no cut.tgz
     with pytest.raises(prep_lib.PrepError, match="its sha256 is not"):
@@ -440,14 +548,29 @@ def test_steps_resume_and_refuse_mixed_options(tmp_path):
     again = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "150", "--no-binarize")
     assert again.stdout.count("done before, skipped") == 3
     assert (root / "subword" / "train.de").stat().st_mtime_ns == before
-    other = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize", check=False)
+    other = run_recipe(
+        "debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize", check=False
+    )
     assert other.returncode == 2 and "step subword" in other.stderr and "--force" in other.stderr
-    forced = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize", "--force")
+    forced = run_recipe(
+        "debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize", "--force"
+    )
     assert "done before" not in forced.stdout
     # the other direction in the same root: it reused the raw step and wrote a manifest
     # whose references (ref/test.en) had never been written
-    back = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize",
-                      "--src", "de", check=False)
+    back = run_recipe(
+        "debian_en_de",
+        "--corpus",
+        corpus,
+        "--root",
+        root,
+        "--vocab",
+        "160",
+        "--no-binarize",
+        "--src",
+        "de",
+        check=False,
+    )
     assert back.returncode == 2 and "step raw" in back.stderr and "--force" in back.stderr
     # a step whose output is there but whose marker is not (killed in between) is redone
     (root / ".steps" / "subword.json").unlink()
@@ -490,7 +613,7 @@ def test_a_damaged_gzip_is_one_line(tmp_path):
     data = gzip.compress("".join(" ".join(rnd.choice(EN).split()[:5]) + "\n" for _ in range(3000)).encode())
     for offset in range(40, len(data) - 40):  # find a flip that breaks the stream itself, not just its CRC
         bad = bytearray(data)
-        bad[offset:offset + 8] = bytes(8)
+        bad[offset : offset + 8] = bytes(8)
         try:
             gzip.decompress(bytes(bad))
         except zlib.error:
@@ -507,7 +630,14 @@ def test_a_damaged_gzip_is_one_line(tmp_path):
 
 def test_failed_step_leaves_no_output(tmp_path):
     args = prep_lib.common_parser("t", "").parse_args(["--root", str(tmp_path / "r")])
-    args.subword, args.vocab, args.separate_vocab, args.lowercase, args.moses_escape, args.spm_type = "bpe", 10, False, False, False, "bpe"
+    args.subword, args.vocab, args.separate_vocab, args.lowercase, args.moses_escape, args.spm_type = (
+        "bpe",
+        10,
+        False,
+        False,
+        False,
+        "bpe",
+    )
     ws = prep_lib.Workspace(tmp_path / "r", args, "t")
     spec = prep_lib.Parallel("en", "de", {"train": "t"})
 
@@ -536,18 +666,51 @@ def test_postprocess_bpe_moses(tmp_path):
     (root / "subword").mkdir(parents=True)
     (root / "ref").mkdir()
     (root / "ref" / "test.de").write_text("Hallo-Welt, gut.\nJa!\n")
-    (root / "prep.json").write_text(json.dumps({"tgt": "de", "subword": "bpe", "tokenize": "moses",
-                                                "subword_model": {"de": "subword/bpe-codes.joint"},
-                                                "segments": {"test": 2}, "references": {"test": {"detok": "ref/test.de"}}}))
+    (root / "prep.json").write_text(
+        json.dumps(
+            {
+                "tgt": "de",
+                "subword": "bpe",
+                "tokenize": "moses",
+                "subword_model": {"de": "subword/bpe-codes.joint"},
+                "segments": {"test": 2},
+                "references": {"test": {"detok": "ref/test.de"}},
+            }
+        )
+    )
     log = tmp_path / "gen.txt"
     log.write_text("S-1\tx\nH-1\t-0.5\tJa !\nH-0\t-0.1\tHal@@ lo @-@ Welt , g@@ ut .\nD-0\t-0.1\tignored\n")
-    subprocess.run([sys.executable, "-m", "mixer_plugin.data.postprocess", str(log), "--prep", str(root / "prep.json"),
-                    "--out-dir", str(tmp_path / "o")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mixer_plugin.data.postprocess",
+            str(log),
+            "--prep",
+            str(root / "prep.json"),
+            "--out-dir",
+            str(tmp_path / "o"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert (tmp_path / "o" / "hyp.tok").read_text() == "Hallo @-@ Welt , gut .\nJa !\n"
     assert (tmp_path / "o" / "hyp.txt").read_text() == "Hallo-Welt, gut.\nJa!\n"
     log.write_text("H-0\t-0.1\tJa\n")
-    bad = subprocess.run([sys.executable, "-m", "mixer_plugin.data.postprocess", str(log), "--prep", str(root / "prep.json"),
-                          "--out-dir", str(tmp_path / "o")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mixer_plugin.data.postprocess",
+            str(log),
+            "--prep",
+            str(root / "prep.json"),
+            "--out-dir",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "1 hypotheses for 2 sentences" in bad.stderr
 
 
@@ -557,8 +720,9 @@ def test_a_killed_runs_temporary_folders_are_swept(tmp_path):
     new run removes those of processes that are gone, and leaves a live run's alone."""
     root = tmp_path / "root"
     (root / ".steps").mkdir(parents=True)
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     (root / f".raw.tmp{gone}").mkdir()
     (root / f".raw.tmp{gone}" / "train.en").write_text("half\n")
     (root / ".steps" / f".tok.json.tmp{gone}").write_text("{")
@@ -568,5 +732,8 @@ def test_a_killed_runs_temporary_folders_are_swept(tmp_path):
         args = prep_lib.common_parser("t", "").parse_args(["--root", str(root), *force])
         prep_lib.Workspace(root, args, "t")
         assert sorted(p.name for p in root.iterdir() if p.name.startswith(".")) == [
-            ".keep.tmpfile", ".steps", f".tok.tmp{os.getpid()}"]
+            ".keep.tmpfile",
+            ".steps",
+            f".tok.tmp{os.getpid()}",
+        ]
         assert not list((root / ".steps").iterdir())

@@ -29,8 +29,17 @@ def run(tmp_path, hyp, ref, *extra):
 def test_bleu_hand_computed(tmp_path):
     # one segment, equal lengths (BP = 1): n-gram precisions 4/5, 3/4, 2/3, 1/2
     want = 100 * (0.8 * 0.75 * (2 / 3) * 0.5) ** 0.25  # 66.87
-    s = run(tmp_path, ["a b c d e"], ["a b c d f"], "--metrics", "bleu", "--ref-tok", write(tmp_path / "r.tok", ["a b c d f"]),
-            "--hyp-tok", write(tmp_path / "h.tok", ["a b c d e"]))
+    s = run(
+        tmp_path,
+        ["a b c d e"],
+        ["a b c d f"],
+        "--metrics",
+        "bleu",
+        "--ref-tok",
+        write(tmp_path / "r.tok", ["a b c d f"]),
+        "--hyp-tok",
+        write(tmp_path / "h.tok", ["a b c d e"]),
+    )
     assert s["bleu"] == pytest.approx(want, abs=0.01)
     assert s["tok_bleu"] == pytest.approx(want, abs=0.01)
     assert s["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|")
@@ -40,7 +49,14 @@ def test_bleu_hand_computed(tmp_path):
 def test_compound_split_as_fairseq(tmp_path):
     assert score.compound_split("a-b-c d-e -x") == "a ##AT##-##AT## b-c d ##AT##-##AT## e -x"  # perl s///g semantics
     hyp, ref = ["p q x-y z"], ["p q x-y w"]
-    args = ("--metrics", "bleu", "--ref-tok", write(tmp_path / "r.tok", ref), "--hyp-tok", write(tmp_path / "h.tok", hyp))
+    args = (
+        "--metrics",
+        "bleu",
+        "--ref-tok",
+        write(tmp_path / "r.tok", ref),
+        "--hyp-tok",
+        write(tmp_path / "h.tok", hyp),
+    )
     assert run(tmp_path, hyp, ref, *args)["tok_bleu"] == 0.0  # no 4-gram match, no smoothing
     split = run(tmp_path, hyp, ref, *args, "--compound-split")
     # split: p q x ##AT##-##AT## y z vs ... w: precisions 5/6, 4/5, 3/4, 2/3
@@ -78,7 +94,7 @@ def test_seeds_mean_std(tmp_path):
     out = tmp_path / "s.json"
     score.main([h1, ref, "--metrics", "bleu", "--seed-hyps", h2, "--json", str(out)])
     s = json.loads(out.read_text())
-    b2 = 100 * 0.2 ** 0.25
+    b2 = 100 * 0.2**0.25
     assert s["seeds"]["bleu"]["values"] == [100.0, pytest.approx(b2, abs=0.01)]
     assert s["bleu"] == pytest.approx((100 + b2) / 2, abs=0.01)
     assert s["seeds"]["bleu"]["std"] == pytest.approx(abs(100 - b2) / math.sqrt(2), abs=0.01)
@@ -88,7 +104,17 @@ def test_paired_bootstrap(tmp_path):
     ref = [f"sentence number {i} is about topic {i % 7} today" for i in range(40)]
     good = list(ref)
     bad = [" ".join(r.split()[:4]) for r in ref]
-    s = run(tmp_path, good, ref, "--metrics", "bleu,chrf", "--baseline", write(tmp_path / "b.txt", bad), "--bootstrap", "200")
+    s = run(
+        tmp_path,
+        good,
+        ref,
+        "--metrics",
+        "bleu,chrf",
+        "--baseline",
+        write(tmp_path / "b.txt", bad),
+        "--bootstrap",
+        "200",
+    )
     assert s["bootstrap"]["bleu"]["p_value"] < 0.05 and s["bootstrap"]["chrf"]["p_value"] < 0.05
     assert s["bootstrap"]["bleu"]["system"] > s["bootstrap"]["bleu"]["baseline"]
     assert "bs:200" in s["bootstrap"]["bleu"]["signature"]
@@ -97,14 +123,18 @@ def test_paired_bootstrap(tmp_path):
     one[0] = "something else entirely"
     other = list(ref)
     other[1] = "something else entirely"
-    same = run(tmp_path, one, ref, "--metrics", "bleu", "--baseline", write(tmp_path / "b.txt", other), "--bootstrap", "200")
+    same = run(
+        tmp_path, one, ref, "--metrics", "bleu", "--baseline", write(tmp_path / "b.txt", other), "--bootstrap", "200"
+    )
     assert same["bootstrap"]["bleu"]["p_value"] > 0.2
 
 
 def test_per_source_scores(tmp_path):
     ref = ["der hund bellt laut", "die katze schläft", "ein vogel singt", "das auto fährt schnell"]
     hyp = ["der hund bellt laut", "die katze schläft", "ein fisch schwimmt", "das boot fährt"]
-    s = run(tmp_path, hyp, ref, "--metrics", "bleu,chrf", "--sources", write(tmp_path / "src.txt", ["a", "a", "b", "b"]))
+    s = run(
+        tmp_path, hyp, ref, "--metrics", "bleu,chrf", "--sources", write(tmp_path / "src.txt", ["a", "a", "b", "b"])
+    )
     assert s["by_source"]["a"] == {"lines": 2, "bleu": pytest.approx(100.0), "chrf": pytest.approx(100.0)}
     assert s["by_source"]["b"]["lines"] == 2 and s["by_source"]["b"]["bleu"] < 50
     with pytest.raises(SystemExit):
@@ -115,34 +145,42 @@ def test_command_line_and_errors(tmp_path):
     hyp = write(tmp_path / "hyp.txt", ["Das ist gut.", "Ja"])
     ref = write(tmp_path / "ref.txt", ["Das ist gut.", "Nein"])
     out = tmp_path / "o.json"
-    proc = subprocess.run([sys.executable, "-m", "mixer_plugin.scoring", hyp, ref, "--json", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mixer_plugin.scoring", hyp, ref, "--json", str(out)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     s = json.loads(out.read_text())
     for key in ("bleu", "chrf", "bleu_signature", "chrf_signature", "bleu_detail", "lines"):
         assert key in s
     assert "BLEU = " in proc.stdout and "chrF2 = " in proc.stdout
-    for argv, msg in (([hyp, write(tmp_path / "r3.txt", ["a", "b", "c"])], "line counts differ"),
-                      ([hyp, ref, "--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
-                      ([hyp, ref, "--compound-split"], "--compound-split applies to tokenized BLEU"),
-                      ([hyp, str(tmp_path / "nope.txt")], "reference file not found")):
+    for argv, msg in (
+        ([hyp, write(tmp_path / "r3.txt", ["a", "b", "c"])], "line counts differ"),
+        ([hyp, ref, "--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
+        ([hyp, ref, "--compound-split"], "--compound-split applies to tokenized BLEU"),
+        ([hyp, str(tmp_path / "nope.txt")], "reference file not found"),
+    ):
         bad = subprocess.run([sys.executable, "-m", "mixer_plugin.scoring", *argv], capture_output=True, text=True)
         # one line; before it only the notice fairseq prints on import, as every fairseq tool
         # does (fairseq.tasks.text_to_speech configures logging at import)
         err = [line for line in bad.stderr.strip().splitlines() if not line.startswith("INFO:fairseq.tasks")]
-        assert bad.returncode == 2 and len(err) == 1 and err[0].startswith("mixer-score: error:") and msg in err[0], \
+        assert bad.returncode == 2 and len(err) == 1 and err[0].startswith("mixer-score: error:") and msg in err[0], (
             bad.stderr
+        )
 
 
 def test_rouge_paired_bootstrap(tmp_path):
     ref = [f"package {i} provides tools for topic {i % 7}" for i in range(40)]
     bad = [" ".join(r.split()[:2]) for r in ref]
-    s = run(tmp_path, ref, ref, "--metrics", "rouge", "--baseline", write(tmp_path / "b.txt", bad), "--bootstrap", "200")
+    s = run(
+        tmp_path, ref, ref, "--metrics", "rouge", "--baseline", write(tmp_path / "b.txt", bad), "--bootstrap", "200"
+    )
     assert set(s["bootstrap"]) == {"rouge1", "rouge2", "rougeL"}
     assert s["bootstrap"]["rouge1"]["system"] == 100.0 and s["bootstrap"]["rouge1"]["p_value"] < 0.05
     one, other = list(ref), list(ref)
     one[0] = other[1] = "something else"
-    same = run(tmp_path, one, ref, "--metrics", "rouge", "--baseline", write(tmp_path / "b.txt", other), "--bootstrap", "200")
+    same = run(
+        tmp_path, one, ref, "--metrics", "rouge", "--baseline", write(tmp_path / "b.txt", other), "--bootstrap", "200"
+    )
     assert same["bootstrap"]["rouge1"]["p_value"] > 0.2
 
 
@@ -153,12 +191,22 @@ def test_the_library_functions_agree_with_the_command_line(tmp_path):
     refs = ["the cat sat on the mat", "a dog ran in the park", "birds sing at dawn", "it rains today"]
     hyps = ["the cat sat on a mat", "a dog ran in a park", "birds sing at noon", "it rains"]
     base = ["a cat sat", "the dog runs", "birds sing", "rain today"]
-    cli = run(tmp_path, hyps, refs, "--metrics", "bleu,chrf,rouge", "--baseline", write(tmp_path / "base.txt", base),
-              "--bootstrap", "100")
+    cli = run(
+        tmp_path,
+        hyps,
+        refs,
+        "--metrics",
+        "bleu,chrf,rouge",
+        "--baseline",
+        write(tmp_path / "base.txt", base),
+        "--bootstrap",
+        "100",
+    )
     options = score.Options(samples=100)
     mine = score.score(hyps, refs, ["bleu", "chrf", "rouge"], options=options)
     assert {k: round(v, 2) for k, v in mine.items() if isinstance(v, float)} == {
-        k: v for k, v in cli.items() if k in mine and isinstance(v, float)}
+        k: v for k, v in cli.items() if k in mine and isinstance(v, float)
+    }
     assert score.bootstrap(hyps, base, refs, ["bleu", "chrf", "rouge"], options=options) == cli["bootstrap"]
     with pytest.raises(score.ScoreError, match="line counts differ: 3 hypotheses, 4 baseline, 4 references"):
         score.bootstrap(hyps[:3], base, refs, ["bleu"])

@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import yaml
-
 from conftest import E2E_REPO, TRAIN_LOG_LINE, rows
 
 
@@ -24,9 +23,11 @@ def test_a_paper_row_is_named_and_its_figures_come_from_the_paper_module():
     assert cell.startswith("multiNN ≈ transformer (T1 multi-head NN, 8 layers (62M, WMT16 en-de BLEU 27.15);")
     assert ARCHITECTURES["mixer_wmt_multinn"].rows[0].scores == (("WMT16 en-de BLEU", 27.15),)
     assert report.paper_cell(exp.models["hard_dec_decoded_soft"]).startswith(
-        "trained hard, decoded soft: ≈ (T4 train Hard / decode Soft (BLEU 27.80);")  # Paper.decodes
+        "trained hard, decoded soft: ≈ (T4 train Hard / decode Soft (BLEU 27.80);"
+    )  # Paper.decodes
     assert "37.71/19.02/35.17" in report.paper_cell(
-        spec.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"])  # Paper.extra_rows
+        spec.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"]
+    )  # Paper.extra_rows
 
 
 def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
@@ -62,8 +63,11 @@ def test_train_speed_is_the_median_over_every_seed(tmp_path):
     seeds = {1: [120, 900, 950, 1000, 980], 2: [210, 1750, 1760, 1800, 1790], 3: [200, 1770, 1780, 1740, 1810]}
     logs = []
     for seed, figures in seeds.items():
-        lines = [f"2026-11-23 10:{i:02d}:00 | INFO | train_inner | epoch 001:     {50 * i} / 900 loss=4.2, "
-                 f"wps={w}, ups=0.9, wpb=1850, num_updates={50 * (i + 1)}, train_wall=55" for i, w in enumerate(figures)]
+        lines = [
+            f"2026-11-23 10:{i:02d}:00 | INFO | train_inner | epoch 001:     {50 * i} / 900 loss=4.2, "
+            f"wps={w}, ups=0.9, wpb=1850, num_updates={50 * (i + 1)}, train_wall=55"
+            for i, w in enumerate(figures)
+        ]
         (tmp_path / f"seed{seed}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
         logs.append(parse_train_log(tmp_path / f"seed{seed}.log"))
     result = ModelResult(model=None, runs=[tmp_path] * 3, logs=logs, scores=[], decode=[])
@@ -123,14 +127,20 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
         (run / "gen-test" / "score.json").write_text(json.dumps({"rouge1": r1, "rouge2": 18.0, "rougeL": rl}))
         (run / "train.log").write_text(TRAIN_LOG_LINE)
     drawn = {}
-    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
-        {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}))
+    monkeypatch.setattr(
+        Figure,
+        "savefig",
+        lambda fig, path, **kw: drawn.update(
+            {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}
+        ),
+    )
     make_plots(exp, collect.collect(exp), tmp_path)
     assert drawn["score_vs_speed.png"] == [("R-L", [36.0, 35.0])], drawn
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("accuracy",))
     for name, accuracy in {"A": 80.0, "B": 75.0}.items():
         (tmp_path / "work" / "tiny" / name / "seed1" / "gen-test" / "score.json").write_text(
-            json.dumps({"accuracy": accuracy}))
+            json.dumps({"accuracy": accuracy})
+        )
     drawn.clear()
     make_plots(exp, collect.collect(exp), tmp_path)
     assert drawn["score_vs_speed.png"] == [("accuracy", [80.0, 75.0])], drawn
@@ -148,15 +158,23 @@ def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
     with the same seed (both printed the first seeds' test as a same-seed one)."""
     from mixer_plugin.experiments import report
 
-    exp = fake({"A": {"seeds": [1, 2, 3]}, "B": {"seeds": [2, 3]},
-                "C": {"seeds": [1, 2], "score": {"baseline": "C"}}, "D": {"seeds": [1, 2], "score": {"baseline": "C"}}},
-               {"A": 0.1, "B": 0.3, "C": 0.6, "D": 0.5})
+    exp = fake(
+        {
+            "A": {"seeds": [1, 2, 3]},
+            "B": {"seeds": [2, 3]},
+            "C": {"seeds": [1, 2], "score": {"baseline": "C"}},
+            "D": {"seeds": [1, 2], "score": {"baseline": "C"}},
+        },
+        {"A": 0.1, "B": 0.3, "C": 0.6, "D": 0.5},
+    )
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     table = rows(md)
     assert "| p vs the row's baseline |" in md
     assert "| baseline |" in table["A"] and "| baseline |" in table["C"]
-    assert re.search(r"\| BLEU \d\.\d{3} vs `C` \|", table["D"]) and re.search(r"\| BLEU \d\.\d{3} vs `A` \|", table["B"])
+    assert re.search(r"\| BLEU \d\.\d{3} vs `C` \|", table["D"]) and re.search(
+        r"\| BLEU \d\.\d{3} vs `A` \|", table["B"]
+    )
     # the claims' test compares first seeds (B's 2 with A's 1); seed by seed, each run meets
     # the baseline's run of the same seed, and the table prints that baseline's scores
     work = tmp_path / "work" / "tiny"
@@ -197,9 +215,11 @@ def test_per_source_scores_are_the_first_seeds(fake, tmp_path):
     for name, seed in (("A", 1), ("A", 2), ("B", 1)):
         score = tmp_path / "work" / "tiny" / name / f"seed{seed}" / "gen-test" / "score.json"
         score.write_text(json.dumps({**json.loads(score.read_text()), "by_source": {"x": {"lines": 60, "bleu": seed}}}))
-    exp_rows = lambda: {line.split("|")[1].strip("` "): line  # noqa: E731
-                        for line in (tmp_path / "tiny.md").read_text().split("Test BLEU per source")[1]
-                        .split("\n\n")[1].splitlines() if line.startswith("| `")}
+
+    def exp_rows():
+        table = (tmp_path / "tiny.md").read_text().split("Test BLEU per source")[1].split("\n\n")[1]
+        return {line.split("|")[1].strip("` "): line for line in table.splitlines() if line.startswith("| `")}
+
     report.write(exp)
     assert exp_rows()["A"] == "| `A` | 1.00 |"
     shutil.rmtree(tmp_path / "work" / "tiny" / "A" / "seed1")  # seed 1 trains again
@@ -246,12 +266,27 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     assert all(line.count("| – | – |") for line in rows(md).values())
     assert "- train speed: not benchmarked yet (`mixer-bench train" in md
     meta = {"command": "mixer-bench ...", "date": "2026-11-24 12:00 UTC", "rounds": 2, "sentences": 32}
-    (tmp_path / "train.json").write_text(json.dumps({"meta": meta, "rows": [
-        {"model": "A", "wps": 3000.0, "speedup": 1.0}, {"model": "B", "wps": 3750.0, "speedup": 1.25}]}))
-    (tmp_path / "decode.json").write_text(json.dumps({"meta": {**meta, "baseline": "A"}, "rows": [
-        {"model": m, "L": L, "beam": b, "sent_per_s": v, "speedup": v / base}
-        for m, k in (("A", 1.0), ("B", 0.5)) for L, b, base in ((100, 4, 10.0), (25, 1, 80.0), (25, 4, 40.0))
-        for v in [base * k]]}))
+    (tmp_path / "train.json").write_text(
+        json.dumps(
+            {
+                "meta": meta,
+                "rows": [{"model": "A", "wps": 3000.0, "speedup": 1.0}, {"model": "B", "wps": 3750.0, "speedup": 1.25}],
+            }
+        )
+    )
+    (tmp_path / "decode.json").write_text(
+        json.dumps(
+            {
+                "meta": {**meta, "baseline": "A"},
+                "rows": [
+                    {"model": m, "L": L, "beam": b, "sent_per_s": v, "speedup": v / base}
+                    for m, k in (("A", 1.0), ("B", 0.5))
+                    for L, b, base in ((100, 4, 10.0), (25, 1, 80.0), (25, 4, 40.0))
+                    for v in [base * k]
+                ],
+            }
+        )
+    )
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     table = rows(md)
@@ -279,16 +314,33 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
     exp = request.getfixturevalue("fake")({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
     for name, seeds in (("A", (1, 2, 3)), ("B", (1,))):
         for seed in seeds:
-            (tmp_path / "work" / "tiny" / name / f"seed{seed}" / "train.log").write_text("".join(
-                f"x | INFO | valid | epoch 001 | valid on 'valid' subset | loss {9 - u / 100 - seed:.2f} | "
-                f"num_updates {u}\n" for u in (100, 200)))
+            (tmp_path / "work" / "tiny" / name / f"seed{seed}" / "train.log").write_text(
+                "".join(
+                    f"x | INFO | valid | epoch 001 | valid on 'valid' subset | loss {9 - u / 100 - seed:.2f} | "
+                    f"num_updates {u}\n"
+                    for u in (100, 200)
+                )
+            )
     drawn = {}
-    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: drawn.update(
-        {Path(path).name: [(line.get_label(), line.get_color(), list(line.get_ydata())) for line in fig.axes[0].lines]}))
+    monkeypatch.setattr(
+        Figure,
+        "savefig",
+        lambda fig, path, **kw: drawn.update(
+            {
+                Path(path).name: [
+                    (line.get_label(), line.get_color(), list(line.get_ydata())) for line in fig.axes[0].lines
+                ]
+            }
+        ),
+    )
     make_plots(exp, collect.collect(exp), tmp_path)
     a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
     assert [(label, color) for label, color, _ in drawn["curves.png"]] == [
-        ("A", a), ("_seed2", a), ("_seed3", a), ("B", b)], drawn["curves.png"]
+        ("A", a),
+        ("_seed2", a),
+        ("_seed3", a),
+        ("B", b),
+    ], drawn["curves.png"]
     assert [y for *_, y in drawn["curves.png"]][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
 
 
@@ -323,9 +375,10 @@ def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
 
     claim = Claim("<", "transformer")
     transformer = {"transformer": row("transformer", [25.93, 25.82, 25.67])}
-    for floor, expected in ((0.0, "**confirmed** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, p 0.010)"),
-                            (0.41, "**inconclusive** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, rerun floor 0.41, "
-                                   "p 0.010)")):
+    for floor, expected in (
+        (0.0, "**confirmed** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, p 0.010)"),
+        (0.41, "**inconclusive** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, rerun floor 0.41, p 0.010)"),
+    ):
         mixer = row("mixer", [25.45], [claim], floor)
         mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
         assert claim_cells(mixer, transformer) == f"< transformer: {expected}"
@@ -333,4 +386,5 @@ def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
     mixer = row("mixer", [25.45], [claim], 0.41)
     mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
     assert "**confirmed** (BLEU -0.55, rerun floor 0.41, p 0.010)" in claim_cells(
-        mixer, {"transformer": row("transformer", [26.0])})
+        mixer, {"transformer": row("transformer", [26.0])}
+    )

@@ -24,19 +24,24 @@ def committed_text_files():
 def test_no_machine_path_in_a_committed_result():
     found = {}
     for path in committed_text_files():
-        paths = [m for m in ABSOLUTE.findall(path.read_text(encoding="utf-8", errors="replace"))
-                 if not m.startswith(SYSTEM)]
+        paths = [
+            m for m in ABSOLUTE.findall(path.read_text(encoding="utf-8", errors="replace")) if not m.startswith(SYSTEM)
+        ]
         if paths:
             found[str(path.relative_to(RESULTS))] = paths[:3]
     assert not found, f"{len(found)} files name a machine's paths: {dict(list(found.items())[:5])}"
 
 
 def test_the_pattern_finds_machine_paths_and_nothing_else():
-    text = ("`/work/venv/bin/python -m fairseq_cli.train /home/me/mixer/work/data/bin` "
-            "[table](../results/x.md) https://example.org/a/b <work>/leaderboard/x work/data/y "
-            "2/3 sent/s /usr/bin/time $TMPDIR/t_1")
+    text = (
+        "`/work/venv/bin/python -m fairseq_cli.train /home/me/mixer/work/data/bin` "
+        "[table](../results/x.md) https://example.org/a/b <work>/leaderboard/x work/data/y "
+        "2/3 sent/s /usr/bin/time $TMPDIR/t_1"
+    )
     assert [m for m in ABSOLUTE.findall(text) if not m.startswith(SYSTEM)] == [
-        "/work/venv/bin/python", "/home/me/mixer/work/data/bin"]
+        "/work/venv/bin/python",
+        "/home/me/mixer/work/data/bin",
+    ]
 
 
 def kept_runs():

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import E2E_REPO
 from faults import POINTS, STAGES, Campaign, differences, processes, survivors, tree
 
@@ -31,8 +30,15 @@ def test_a_campaign_killed_at_every_point_ends_as_an_uninterrupted_one(tmp_path,
     expected = reference.record()
     faulted = Campaign(tmp_path / "faulted", corpus)
     rng = random.Random(33)
-    plan = {"prepare": signal.SIGKILL, "train": signal.SIGKILL, "average": signal.SIGKILL,
-            "generate": signal.SIGTERM, "score": signal.SIGINT, "results": signal.SIGKILL, "commit": signal.SIGKILL}
+    plan = {
+        "prepare": signal.SIGKILL,
+        "train": signal.SIGKILL,
+        "average": signal.SIGKILL,
+        "generate": signal.SIGTERM,
+        "score": signal.SIGINT,
+        "results": signal.SIGKILL,
+        "commit": signal.SIGKILL,
+    }
     assert tuple(plan) == POINTS
     for point, sig in plan.items():
         # the results write copies the run's outputs in its first tenth of a second (a
@@ -178,8 +184,10 @@ def test_a_held_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_
     said.clear()
     with Lock(run) as lock:
         Runner.took_over(runner, "tiny/seed1", lock)
-    assert said == ["tiny/seed1: taking over the lock of pid 1 on elsewhere since 2026-11-25 10:00 "
-                    "(on another host, it ended or lost its lock)"]
+    assert said == [
+        "tiny/seed1: taking over the lock of pid 1 on elsewhere since 2026-11-25 10:00 "
+        "(on another host, it ended or lost its lock)"
+    ]
 
 
 def test_a_guard_told_to_stop_many_times_at_once_still_ends_its_command(tmp_path):
@@ -188,8 +196,9 @@ def test_a_guard_told_to_stop_many_times_at_once_still_ends_its_command(tmp_path
     deadlocked the guard with the lock held by the handler it interrupted: the sweep found a
     guard asleep on that lock, its training left running (and holding its run's lock)."""
     guard_py = E2E_REPO / "mixer_plugin" / "experiments" / "guard.py"
-    proc = subprocess.Popen([sys.executable, "-I", str(guard_py), str(os.getpid()), "--", "sleep", "60"],
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-I", str(guard_py), str(os.getpid()), "--", "sleep", "60"], start_new_session=True
+    )
     sleeper = only_child(proc.pid)
     storm(proc, 2)  # each handler likely to land inside another
     try:

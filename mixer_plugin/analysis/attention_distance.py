@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 
 
-
 class Recorder:
     """Hooks on the self-attention modules of one side; collects (layer, weights, mask)."""
 
@@ -92,7 +91,10 @@ def main(argv=None):
     from fairseq import checkpoint_utils
 
     import mixer_plugin  # noqa: F401  (registers the model, as --user-dir would)
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([args.checkpoint], arg_overrides={"data": args.data})
+
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+        [args.checkpoint], arg_overrides={"data": args.data}
+    )
     model = models[0].eval()
     task.load_dataset(args.subset)
     dataset = task.dataset(args.subset)
@@ -122,8 +124,14 @@ def main(argv=None):
         share = (hist[i] / counts[i]).tolist() if counts[i] else None
         kind = name if share else f"{name}: no attention weights"
         layers.append({"layer": i + 1, "module": kind, "queries": counts[i], "share": share})
-    result = {"checkpoint": args.checkpoint, "subset": args.subset, "side": args.side, "sentences": n,
-              "relative_positions": labels, "layers": layers}
+    result = {
+        "checkpoint": args.checkpoint,
+        "subset": args.subset,
+        "side": args.side,
+        "sentences": n,
+        "relative_positions": labels,
+        "layers": layers,
+    }
     out_json = Path(args.json or Path(args.out).with_suffix(".json"))
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(result, indent=1) + "\n")
@@ -133,7 +141,9 @@ def main(argv=None):
     plt = pyplot()
 
     shown = [lay for lay in layers if lay["share"]]
-    fig, axes = plt.subplots(len(shown) or 1, 1, figsize=(7, 1.6 * max(1, len(shown)) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(shown) or 1, 1, figsize=(7, 1.6 * max(1, len(shown)) + 0.6), sharex=True, squeeze=False
+    )
     for ax, lay in zip(axes[:, 0], shown):
         ax.bar(range(len(labels)), lay["share"], color="tab:blue")
         ax.set_ylabel(f"layer {lay['layer']}", fontsize=8)
@@ -148,8 +158,11 @@ def main(argv=None):
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=110)
     for lay in layers:
-        near = sum(lay["share"][D + 1 - 2: D + 1 + 3]) if lay["share"] else None
-        print(f"layer {lay['layer']}: {lay['module']}" + (f"; share within |j-i|<=2: {near:.3f}" if near is not None else ""))
+        near = sum(lay["share"][D + 1 - 2 : D + 1 + 3]) if lay["share"] else None
+        print(
+            f"layer {lay['layer']}: {lay['module']}"
+            + (f"; share within |j-i|<=2: {near:.3f}" if near is not None else "")
+        )
     print(f"wrote {args.out} and {out_json}")
 
 

@@ -29,7 +29,6 @@ import re
 import sys
 
 
-
 def die(msg: str):
     print(f"mixer-max-heads: error: {msg}", file=sys.stderr)
     sys.exit(2)
@@ -52,8 +51,10 @@ def find_prefixes(path: str, split: str, src, tgt):
     if src is not None:
         pairs &= {(src, tgt)}
         if not pairs:
-            die(f"no binarized {split!r} split for {src}-{tgt} in {path} "
-                f"(expected {split}.{src}-{tgt}.{src}.idx from fairseq-preprocess)")
+            die(
+                f"no binarized {split!r} split for {src}-{tgt} in {path} "
+                f"(expected {split}.{src}-{tgt}.{src}.idx from fairseq-preprocess)"
+            )
     if not pairs:
         if os.path.isfile(os.path.join(path, f"{split}.idx")):  # monolingual (e.g. a classification input)
             return {"text": os.path.join(path, split)}
@@ -112,8 +113,12 @@ def main(argv=None):
     ap.add_argument("--split", default="train", help="split to measure (default: train, as the paper)")
     ap.add_argument("-s", "--source-lang", help="source language, when DATA_BIN holds several pairs")
     ap.add_argument("-t", "--target-lang", help="target language")
-    ap.add_argument("--side", choices=("both", "src", "tgt"), default="both",
-                    help="which sentences the mean is taken over (default: both sides)")
+    ap.add_argument(
+        "--side",
+        choices=("both", "src", "tgt"),
+        default="both",
+        help="which sentences the mean is taken over (default: both sides)",
+    )
     ap.add_argument("--d-model", type=int, default=512, help="model width (default 512, the paper's)")
     ap.add_argument("--count-eos", action="store_true", help="count the end-of-sentence token in each length")
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
@@ -137,17 +142,25 @@ def main(argv=None):
     mean_len = sum(lengths) / len(lengths)
     if mean_len <= 0:
         die(f"the mean length of {args.data} is {mean_len}; the rule needs a positive mean")
-    result = {"data": args.data, "split": args.split, "side": args.side, "count_eos": args.count_eos,
-              "per_language": per_lang, **rule(args.d_model, mean_len)}
+    result = {
+        "data": args.data,
+        "split": args.split,
+        "side": args.side,
+        "count_eos": args.count_eos,
+        "per_language": per_lang,
+        **rule(args.d_model, mean_len),
+    }
 
     what = "tokens incl. EOS" if args.count_eos else "tokens, EOS not counted"
     for lang, s in per_lang.items():
         print(f"{lang}: {s['sentences']} sentences, mean length {s['mean_length']:.2f} ({what}), max {s['max_length']}")
     r = result
     print(f"mean length over {args.side}: n = {mean_len:.2f}")
-    print(f"max heads (§3.4) = d_model / n = {args.d_model} / {mean_len:.2f} = {r['max_heads']:.2f}: "
-          f"at most {r['max_heads_int']} heads; the largest dividing d_model is {r['max_heads_dividing_d_model']} "
-          f"(head size {r['head_dim_at_that']}); power of 2: {r['max_heads_power_of_2']}")
+    print(
+        f"max heads (§3.4) = d_model / n = {args.d_model} / {mean_len:.2f} = {r['max_heads']:.2f}: "
+        f"at most {r['max_heads_int']} heads; the largest dividing d_model is {r['max_heads_dividing_d_model']} "
+        f"(head size {r['head_dim_at_that']}); power of 2: {r['max_heads_power_of_2']}"
+    )
     print(f"fixed head size (§4.6.2, fixed_head:head_dim=): {r['fixed_head_dim']}")
     if args.json:
         tmp = args.json + ".tmp"

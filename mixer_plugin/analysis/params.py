@@ -36,12 +36,16 @@ def count(arch: str) -> Count:
 
 
 def markdown(counts: List[Count]) -> str:
-    lines = ["| --arch | paper | row | reading | vocab | ours (M) | paper (M) | diff |",
-             "|---|---|---|---|---|---:|---:|---:|"]
+    lines = [
+        "| --arch | paper | row | reading | vocab | ours (M) | paper (M) | diff |",
+        "|---|---|---|---|---|---:|---:|---:|",
+    ]
     for c in counts:
         diff = f"{c.diff:+.1f}%" if c.diff is not None else ""
-        lines.append(f"| `{c.arch}` | {c.paper} | {c.rows} | {c.reading} | {c.vocab // 1000}k | {c.ours:.1f} | "
-                     f"{c.theirs or ''} | {diff} |")
+        lines.append(
+            f"| `{c.arch}` | {c.paper} | {c.rows} | {c.reading} | {c.vocab // 1000}k | {c.ours:.1f} | "
+            f"{c.theirs or ''} | {diff} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -58,10 +62,12 @@ def main(argv=None):
         print(markdown(counts[-1:]).splitlines()[-1], flush=True)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("# Parameter counts of the named architectures\n\n"
-                    "Command: `mixer-params --markdown results/param_counts.md`.  Vocabularies are the papers' joint "
-                    "ones, all embeddings shared.  `reading`: where the paper is ambiguous, the reading the "
-                    "arch uses (docs/multinn.md for multiNN).\n\n" + markdown(counts))
+            f.write(
+                "# Parameter counts of the named architectures\n\n"
+                "Command: `mixer-params --markdown results/param_counts.md`.  Vocabularies are the papers' joint "
+                "ones, all embeddings shared.  `reading`: where the paper is ambiguous, the reading the "
+                "arch uses (docs/multinn.md for multiNN).\n\n" + markdown(counts)
+            )
 
 
 if __name__ == "__main__":

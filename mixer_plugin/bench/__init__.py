@@ -21,9 +21,17 @@ import importlib
 import os
 import sys
 
-BENCHMARKS = {"mixers": "mixers", "layer-ops": "layer_ops", "ngram-forms": "ngram_forms", "heads": "heads",
-              "multiscale": "multiscale", "hard-ops": "hard_ops", "decode": "decode", "decode-ops": "decode_ops",
-              "train": "train"}
+BENCHMARKS = {
+    "mixers": "mixers",
+    "layer-ops": "layer_ops",
+    "ngram-forms": "ngram_forms",
+    "heads": "heads",
+    "multiscale": "multiscale",
+    "hard-ops": "hard_ops",
+    "decode": "decode",
+    "decode-ops": "decode_ops",
+    "train": "train",
+}
 
 
 def main(argv=None):
@@ -31,8 +39,9 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
         print(__doc__)
         if argv and argv[0] not in ("-h", "--help"):
-            print(f"mixer-bench: error: unknown benchmark {argv[0]!r} (known: {', '.join(BENCHMARKS)})",
-                  file=sys.stderr)
+            print(
+                f"mixer-bench: error: unknown benchmark {argv[0]!r} (known: {', '.join(BENCHMARKS)})", file=sys.stderr
+            )
             sys.exit(2)
         return
     if argv[0] in IN_PROCESS_GENERATE:

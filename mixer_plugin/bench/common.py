@@ -31,23 +31,30 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+from fairseq.modules import MultiheadAttention
 from torch import nn
 
-from fairseq.modules import MultiheadAttention
-
-from ..experiments.stages import machine
 from ..data.prep import atomic_path
+from ..experiments.stages import machine
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, check_role, parse_item
-from ..paths import CHECKOUT, RESULTS as PROJECT_RESULTS
+from ..paths import CHECKOUT
+from ..paths import RESULTS as PROJECT_RESULTS
 
 # where every benchmark writes its tables by default: results/bench/<name>_<device>[...].{md,json}
 RESULTS = PROJECT_RESULTS / "bench"
 
 # registered variants benchmarked besides each mixer's defaults
 # (the kernel=conv rows are eq. 5's grouped-conv formulation, timed beside the default per-slot GEMMs)
-EXTRA_VARIANTS = {"ngram": ["ngram:global=1", "ngram:proj=slice:out=none", "ngram:kernel=conv",
-                            "ngram:proj=slice:out=none:kernel=conv"], "hard": ["hard:train=soft"],
-                  "multiscale": ["multiscale:scales=nx8"]}
+EXTRA_VARIANTS = {
+    "ngram": [
+        "ngram:global=1",
+        "ngram:proj=slice:out=none",
+        "ngram:kernel=conv",
+        "ngram:proj=slice:out=none:kernel=conv",
+    ],
+    "hard": ["hard:train=soft"],
+    "multiscale": ["multiscale:scales=nx8"],
+}
 MATH = "attn[math]"
 
 
@@ -86,8 +93,13 @@ def build(spec: str, role: Role, args) -> nn.Module:
         return MultiheadAttention(D, H, dropout=args.dropout, self_attention=True)
 
     ctx = MixerContext(
-        role=role, layer_index=0, embed_dim=D, kv_dim=D, num_heads=H,
-        attention_dropout=args.dropout, build_stock=stock,
+        role=role,
+        layer_index=0,
+        embed_dim=D,
+        kv_dim=D,
+        num_heads=H,
+        attention_dropout=args.dropout,
+        build_stock=stock,
     )
     flag = role.flag
     return build_mixer(parse_item(flag, spec.format(n=args.n)), ctx)
@@ -230,7 +242,11 @@ def bench_group(role, L, labelled_specs, args, device):
         kernels = sorted(sdpa_ops(m, x, g, mask)) if label in ("attn", MATH) else []
         macs = module_macs(m, L, role)
         rows[label] = {
-            "role": role.value, "L": L, "B": B, "tokens": L * B, "mixer": label,
+            "role": role.value,
+            "L": L,
+            "B": B,
+            "tokens": L * B,
+            "mixer": label,
             "times_s": times[label],
             "median_s": statistics.median(times[label]),
             "min_s": min(times[label]),
@@ -259,8 +275,11 @@ def bench_group(role, L, labelled_specs, args, device):
 # ----------------------------------------------------------------- reporting
 def mem_exponent(rows, label, role):
     """Slope of log(peak bytes per sequence) vs log(L), least squares: ~1 linear, ~2 quadratic."""
-    pts = [(math.log(r["L"]), math.log(r["peak_bytes"] / r["B"]))
-           for r in rows if r["mixer"] == label and r["role"] == role and r.get("peak_bytes")]
+    pts = [
+        (math.log(r["L"]), math.log(r["peak_bytes"] / r["B"]))
+        for r in rows
+        if r["mixer"] == label and r["role"] == role and r.get("peak_bytes")
+    ]
     if len(pts) < 2:
         return None
     mx = sum(p[0] for p in pts) / len(pts)
@@ -302,8 +321,11 @@ def machine_peak(device) -> dict:
         return {"peak_gflops": None, "peak_rule": "no clock in /proc/cpuinfo"}
     peak = cores * lanes * 2 * 2 * mhz / 1e3
     isa = "AVX-512" if lanes == 16 else "AVX2+FMA" if lanes == 8 else "SSE"
-    return {"peak_gflops": peak, "peak_rule": f"{cores} cores x {lanes} fp32 lanes ({isa}) x 2 FMA units x 2 FLOPs "
-                                               f"x {mhz / 1e3:.2f} GHz = {peak:.0f} GFLOP/s"}
+    return {
+        "peak_gflops": peak,
+        "peak_rule": f"{cores} cores x {lanes} fp32 lanes ({isa}) x 2 FMA units x 2 FLOPs "
+        f"x {mhz / 1e3:.2f} GHz = {peak:.0f} GFLOP/s",
+    }
 
 
 def length_table(rr, present, cell) -> list:
@@ -327,10 +349,12 @@ def flops_cell(lab, r) -> str:
     return head if lab == "attn" else f"{head}, ceiling {r['ceiling_vs_attn']:.2f}x, {r['of_ceiling']:.0%}"
 
 
-FLOPS_NOTE = ("Per cell: forward multiply-adds per token (`MixerBase.macs`; stock attn: 4D^2 + scores and value sums "
-              "over its keys), the achieved GFLOP/s of forward+backward (3x forward, 2 FLOPs per multiply-add), the "
-              "ceiling = attn's multiply-adds / the mixer's (the speed-up if both ran at the same FLOP rate), and the "
-              "measured speed-up as a share of that ceiling.")
+FLOPS_NOTE = (
+    "Per cell: forward multiply-adds per token (`MixerBase.macs`; stock attn: 4D^2 + scores and value sums "
+    "over its keys), the achieved GFLOP/s of forward+backward (3x forward, 2 FLOPs per multiply-add), the "
+    "ceiling = attn's multiply-adds / the mixer's (the speed-up if both ran at the same FLOP rate), and the "
+    "measured speed-up as a share of that ceiling."
+)
 
 
 def peak_line(meta) -> str:
@@ -359,10 +383,12 @@ def rerender(ap, args, render):
 
 def git_describe():
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=str(CHECKOUT),
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "mixer_plugin"], cwd=str(CHECKOUT),
-                               capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=str(CHECKOUT), capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "mixer_plugin"], cwd=str(CHECKOUT), capture_output=True, text=True
+        ).stdout.strip()
         return head + (" (mixer_plugin/ has uncommitted changes)" if dirty else "")
     except OSError:
         return "unknown"
@@ -370,8 +396,11 @@ def git_describe():
 
 def command_line() -> str:
     """How this benchmark was started, as a user types it."""
-    return shlex.join(["mixer-bench", *sys.argv[1:]]) if sys.argv[0].endswith("mixer-bench") else shlex.join(
-        ["python", "-m", "mixer_plugin.bench", *sys.argv[1:]])
+    return (
+        shlex.join(["mixer-bench", *sys.argv[1:]])
+        if sys.argv[0].endswith("mixer-bench")
+        else shlex.join(["python", "-m", "mixer_plugin.bench", *sys.argv[1:]])
+    )
 
 
 def cpu_label() -> str:
@@ -408,8 +437,7 @@ def write_outputs(md_path, json_path, md: str, payload: dict):
     written whole or not at all (a benchmark killed while writing leaves the old table)."""
     if not md_path:
         print(md)
-    for path, text in ((md_path, md if md.endswith("\n") else md + "\n"),
-                       (json_path, json.dumps(payload, indent=1))):
+    for path, text in ((md_path, md if md.endswith("\n") else md + "\n"), (json_path, json.dumps(payload, indent=1))):
         if path:
             with atomic_path(Path(path)) as tmp:
                 tmp.write_text(text, encoding="utf-8")
@@ -431,10 +459,17 @@ def add_group_args(ap: argparse.ArgumentParser, name: str, default_lengths: str)
     ap.add_argument("--repeats-large", type=int, default=5, help="timed steps at L >= --large-from")
     ap.add_argument("--large-from", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
-    ap.add_argument("--dtype", choices=list(DTYPES), default="float32",
-                    help="the modules, inputs and masks in this dtype (what --fp16 / --bf16 do to a model)")
-    ap.add_argument("--from-json", metavar="JSON",
-                    help="time nothing: re-render a finished run's table (to --md, default beside the JSON)")
+    ap.add_argument(
+        "--dtype",
+        choices=list(DTYPES),
+        default="float32",
+        help="the modules, inputs and masks in this dtype (what --fp16 / --bf16 do to a model)",
+    )
+    ap.add_argument(
+        "--from-json",
+        metavar="JSON",
+        help="time nothing: re-render a finished run's table (to --md, default beside the JSON)",
+    )
     ap.add_argument("--md", help=f"markdown output (default results/bench/{name}_<device>[_<dtype>].md)")
     ap.add_argument("--json", help=f"json output (default results/bench/{name}_<device>[_<dtype>].json)")
 

@@ -103,8 +103,15 @@ MODELS = {label: [] if spec is None else decoder_flags(spec) for label, spec in 
 def bounded_state(spec: str) -> bool:
     """Whether a decoder self-mixer keeps O(n) state per layer where attention keeps O(L): a
     window of neighbours, or a key cache cut to its last rows (``cache_window``)."""
-    ctx = MixerContext(role=Role.DECODER_SELF, layer_index=0, embed_dim=SMALL_DIM, kv_dim=SMALL_DIM,
-                       num_heads=SMALL_HEADS, attention_dropout=0.0, build_stock=lambda: None)
+    ctx = MixerContext(
+        role=Role.DECODER_SELF,
+        layer_index=0,
+        embed_dim=SMALL_DIM,
+        kv_dim=SMALL_DIM,
+        num_heads=SMALL_HEADS,
+        attention_dropout=0.0,
+        build_stock=lambda: None,
+    )
     m = build_mixer(parse_item(Role.DECODER_SELF.flag, spec), ctx)
     return isinstance(m, WindowMixer) or getattr(m, "cache_window", None) is not None
 
@@ -141,8 +148,10 @@ def experiment_rows(path: str, prog: str) -> Tuple[Dict[str, Row], str]:
             rows[name] = Row(m.decode_of, None, [*exp.task, *overrides])
         else:
             rows[name] = Row(name, [*exp.task, *share, "--arch", m.arch, *m.train], [*exp.task, *overrides])
-    return rows, (f"every row of `{exp.path}` with its own architecture and flags (a row decoding another's "
-                  "checkpoints with its --model-overrides)")
+    return rows, (
+        f"every row of `{exp.path}` with its own architecture and flags (a row decoding another's "
+        "checkpoints with its --model-overrides)"
+    )
 
 
 class Capture(logging.Handler):
@@ -177,8 +186,9 @@ def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") ->
     return save / "checkpoint_last.pt"
 
 
-def generate(data, checkpoint, L, beam, sentences, langs, profile=False, device="cpu", precision="fp32",
-             extra=()) -> dict:
+def generate(
+    data, checkpoint, L, beam, sentences, langs, profile=False, device="cpu", precision="fp32", extra=()
+) -> dict:
     """One fairseq-generate of the first ``sentences`` test sentences, in this process
     (``extra``: more of its flags)."""
     from fairseq import options
@@ -310,8 +320,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 
 def check_data(args, prog: str):
     if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
-        raise SystemExit(f"{prog}: error: {args.data} is not a fairseq data folder "
-                         f"(no dict.{args.target_lang}.txt)")
+        raise SystemExit(f"{prog}: error: {args.data} is not a fairseq data folder (no dict.{args.target_lang}.txt)")
 
 
 def checked_labels(args, prog: str, transformer_first: bool):
@@ -326,8 +335,9 @@ def checked_labels(args, prog: str, transformer_first: bool):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="mixer-bench decode", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="mixer-bench decode", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_common_args(ap)
     ap.add_argument("--lengths", default="30,100,300", help="output lengths L")
     ap.add_argument("--beams", default="4,1")
@@ -336,10 +346,16 @@ def main(argv=None):
     ap.add_argument("--mixers", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
     ap.add_argument("--experiment", help="time the rows of this experiment file instead of --mixers")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
-                    help="fairseq-generate's precision (fp16 and bf16 on a GPU only)")
-    ap.add_argument("--checkpoints", help="a folder to keep the models' checkpoints in and reuse them from "
-                                          "(default: a temporary one)")
+    ap.add_argument(
+        "--precision",
+        choices=list(PRECISIONS),
+        default="fp32",
+        help="fairseq-generate's precision (fp16 and bf16 on a GPU only)",
+    )
+    ap.add_argument(
+        "--checkpoints",
+        help="a folder to keep the models' checkpoints in and reuse them from (default: a temporary one)",
+    )
     args = ap.parse_args(argv)
     if args.experiment:
         if args.mixers != ap.get_default("mixers"):
@@ -352,8 +368,9 @@ def main(argv=None):
     labels = list(models)
     base = labels[0]
     if args.device == "cpu" and args.precision != "fp32":
-        raise SystemExit(f"{ap.prog}: error: --precision {args.precision} needs --device cuda "
-                         "(fairseq's --fp16/--bf16 assert a GPU)")
+        raise SystemExit(
+            f"{ap.prog}: error: --precision {args.precision} needs --device cuda (fairseq's --fp16/--bf16 assert a GPU)"
+        )
     lengths = [int(x) for x in args.lengths.split(",")]
     beams = [int(x) for x in args.beams.split(",")]
     langs = (args.source_lang, args.target_lang)
@@ -368,43 +385,76 @@ def main(argv=None):
         ckpts = {}
         for label in sorted(labels, key=lambda lab: models[lab].train is None):  # what a decode_of row reads first
             row = models[label]
-            ckpts[label] = (ckpts[row.source] if row.train is None else
-                            make_checkpoint(args.data, row.train, keep / label, langs, args.device))
-            generate(args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs, **where,
-                     extra=row.generate)  # warm-up
+            ckpts[label] = (
+                ckpts[row.source]
+                if row.train is None
+                else make_checkpoint(args.data, row.train, keep / label, langs, args.device)
+            )
+            generate(
+                args.data, ckpts[label], lengths[0], beams[0], args.sentences, langs, **where, extra=row.generate
+            )  # warm-up
             print(f"checkpoint {label}: {ckpts[label]}", flush=True)
         runs = {(lab, L, b): [] for lab in labels for L in lengths for b in beams}
         profile = {}
         for L in lengths:
             for b in beams:
-                profile[(L, b)] = generate(args.data, ckpts[base], L, b, args.sentences, langs,
-                                           profile=True, **where, extra=models[base].generate)
+                profile[(L, b)] = generate(
+                    args.data,
+                    ckpts[base],
+                    L,
+                    b,
+                    args.sentences,
+                    langs,
+                    profile=True,
+                    **where,
+                    extra=models[base].generate,
+                )
                 for r in range(args.rounds):
                     k = r % len(labels)
                     for label in labels[k:] + labels[:k]:  # rotate the order each round
-                        res = generate(args.data, ckpts[label], L, b, args.sentences, langs, **where,
-                                       extra=models[label].generate)
+                        res = generate(
+                            args.data, ckpts[label], L, b, args.sentences, langs, **where, extra=models[label].generate
+                        )
                         runs[(label, L, b)].append(res)
-                        print(f"L={L:4d} beam {b} round {r + 1} {label:14s} {res['sent_per_s']:8.2f} sent/s "
-                              f"{res['ms_per_step']:7.1f} ms/step", flush=True)
+                        print(
+                            f"L={L:4d} beam {b} round {r + 1} {label:14s} {res['sent_per_s']:8.2f} sent/s "
+                            f"{res['ms_per_step']:7.1f} ms/step",
+                            flush=True,
+                        )
     rows = []
     for (label, L, b), res in runs.items():
         speed = statistics.median(x["sent_per_s"] for x in res)
         base_speed = statistics.median(x["sent_per_s"] for x in runs[(base, L, b)])
         share = profile[(L, b)]["attention_share"]
-        rows.append({"model": label, "L": L, "beam": b, "sent_per_s": speed,
-                     "ms_per_step": statistics.median(x["ms_per_step"] for x in res),
-                     "speedup": speed / base_speed, "rounds": [x["sent_per_s"] for x in res],
-                     "transformer_attention_share": share, "ceiling": 1 / (1 - share)})
-    meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-                "%Y-%m-%d %H:%M UTC"),
-            "device": (cpu_label() if args.device == "cpu"
-                       else f"{torch.cuda.get_device_name()}, {args.precision}"),
-            "precision": args.precision, "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "load_start": load_start,
-            "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
-            "sentences": args.sentences, "rounds": args.rounds, "baseline": base, "models": described,
-            "experiment": args.experiment}
+        rows.append(
+            {
+                "model": label,
+                "L": L,
+                "beam": b,
+                "sent_per_s": speed,
+                "ms_per_step": statistics.median(x["ms_per_step"] for x in res),
+                "speedup": speed / base_speed,
+                "rounds": [x["sent_per_s"] for x in res],
+                "transformer_attention_share": share,
+                "ceiling": 1 / (1 - share),
+            }
+        )
+    meta = {
+        "command": command_line(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "device": (cpu_label() if args.device == "cpu" else f"{torch.cuda.get_device_name()}, {args.precision}"),
+        "precision": args.precision,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_start": load_start,
+        "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
+        "wall_s": time.time() - t0,
+        "sentences": args.sentences,
+        "rounds": args.rounds,
+        "baseline": base,
+        "models": described,
+        "experiment": args.experiment,
+    }
     md = markdown(meta, rows, labels, lengths, beams, profile)
     stem = "bench_decode" + (f"_{Path(args.experiment).stem}" if args.experiment else "")
     stem += "_cpu" if args.device == "cpu" else f"_cuda_{args.precision}"
@@ -412,25 +462,36 @@ def main(argv=None):
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
     if len(lengths) > 1:  # a plot over L
         plot(rows, labels, beams, Path(out_md).with_suffix(".png"), meta["device"])
-    write_outputs(out_md, out_json, md, {"meta": meta, "rows": rows,
-                                         "profile": {f"{L},{b}": v for (L, b), v in profile.items()}})
+    write_outputs(
+        out_md, out_json, md, {"meta": meta, "rows": rows, "profile": {f"{L},{b}": v for (L, b), v in profile.items()}}
+    )
 
 
 def markdown(meta, rows, labels, lengths, beams, profile) -> str:
     by = {(r["model"], r["L"], r["beam"]): r for r in rows}
     base = meta.get("baseline", "transformer")
     described = meta.get("models", "`mixer_small_attn` (2+2 layers, d=256, 4 heads) with its mixer in the decoder")
-    out = [f"# Decoding speed over output length ({meta['device']})", "",
-           f"- command: `{meta['command']}`",
-           f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
-           f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
-           f"- every model: {described}, the "
-           f"same {meta['sentences']} test sentences in one batch, every hypothesis pinned to L tokens; "
-           f"fairseq-generate's own timing, median of {meta['rounds']} rounds (models round-robin); speed-up "
-           f"against the {'transformer' if base == 'transformer' else f'`{base}`'} of the same (L, beam)", ""]
+    out = [
+        f"# Decoding speed over output length ({meta['device']})",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
+        f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
+        f"- every model: {described}, the "
+        f"same {meta['sentences']} test sentences in one batch, every hypothesis pinned to L tokens; "
+        f"fairseq-generate's own timing, median of {meta['rounds']} rounds (models round-robin); speed-up "
+        f"against the {'transformer' if base == 'transformer' else f'`{base}`'} of the same (L, beam)",
+        "",
+    ]
     for b in beams:
-        out += [f"## beam {b}", "", f"sentences/s (speed-up vs {base}); ms per decoding step", "",
-                "| model | " + " | ".join(f"L={L}" for L in lengths) + " |", "|---|" + "---:|" * len(lengths)]
+        out += [
+            f"## beam {b}",
+            "",
+            f"sentences/s (speed-up vs {base}); ms per decoding step",
+            "",
+            "| model | " + " | ".join(f"L={L}" for L in lengths) + " |",
+            "|---|" + "---:|" * len(lengths),
+        ]
         for label in labels:
             cells = []
             for L in lengths:
@@ -442,20 +503,30 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
     mixers = not meta.get("experiment")
     hard = [(L, b) for L in lengths for b in beams if ("hard", L, b) in by] if mixers else []
     if hard:
-        out += ["## Hard retrieval against its ceiling", "",
-                "The transformer's decoding step, profiled (hooks on its decoder attention modules): the share s "
-                "of the step spent in attention bounds what any replacement of attention can gain at 1 / (1 - s).",
-                "", "| L | beam | attention share of the step | ceiling | `hard` speed-up | share of the ceiling |",
-                "|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            "## Hard retrieval against its ceiling",
+            "",
+            "The transformer's decoding step, profiled (hooks on its decoder attention modules): the share s "
+            "of the step spent in attention bounds what any replacement of attention can gain at 1 / (1 - s).",
+            "",
+            "| L | beam | attention share of the step | ceiling | `hard` speed-up | share of the ceiling |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
     for L, b in hard:
         r = by[("hard", L, b)]
-        out.append(f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
-                   f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |")
+        out.append(
+            f"| {L} | {b} | {r['transformer_attention_share']:.0%} | {r['ceiling']:.2f}x | "
+            f"{r['speedup']:.2f}x | {r['speedup'] / r['ceiling']:.0%} |"
+        )
     windowed = [m for m in labels if SPECS.get(m) and bounded_state(SPECS[m])] if mixers else []
     if windowed and mixers and len(lengths) > 1:
-        out += ["", "## Does the windowed decoders' advantage grow with length?", "",
-                "| model | beam | " + " | ".join(f"L={L}" for L in lengths) + " | grows |",
-                "|---|---:|" + "---:|" * len(lengths) + "---|"]
+        out += [
+            "",
+            "## Does the windowed decoders' advantage grow with length?",
+            "",
+            "| model | beam | " + " | ".join(f"L={L}" for L in lengths) + " | grows |",
+            "|---|---:|" + "---:|" * len(lengths) + "---|",
+        ]
         for m in windowed:
             for b in beams:
                 s = [by[(m, L, b)]["speedup"] for L in lengths]

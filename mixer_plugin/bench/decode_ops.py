@@ -40,7 +40,6 @@ class Regions:
     def install(self):
         from fairseq.models.fairseq_incremental_decoder import FairseqIncrementalDecoder
         from fairseq.models.transformer import TransformerDecoderBase
-
         from fairseq.sequence_generator import SequenceGenerator
         from torch.profiler import ProfilerActivity, profile
 
@@ -72,9 +71,11 @@ class Regions:
         TransformerDecoderBase.forward = labelled_forward
         FairseqIncrementalDecoder.reorder_incremental_state_scripting = labelled_reorder
         SequenceGenerator.generate = profiled_search
-        self.patched = [(TransformerDecoderBase, "forward", forward),
-                        (FairseqIncrementalDecoder, "reorder_incremental_state_scripting", reorder),
-                        (SequenceGenerator, "generate", search)]
+        self.patched = [
+            (TransformerDecoderBase, "forward", forward),
+            (FairseqIncrementalDecoder, "reorder_incremental_state_scripting", reorder),
+            (SequenceGenerator, "generate", search),
+        ]
 
     @staticmethod
     def range(name):
@@ -124,13 +125,18 @@ def profile_one(data, checkpoint, L, beam, sentences, langs, top):
         elif e.key.startswith("aten::"):
             ops.append((e.key, e.self_cpu_time_total / 1e3 / steps, e.count / steps))
     ops.sort(key=lambda x: -x[1])
-    return {"search_s": regions.wall[0], "ms_per_step": 1e3 * regions.wall[0] / steps,
-            "regions_ms_per_step": region_ms, "top_ops": ops[:top]}
+    return {
+        "search_s": regions.wall[0],
+        "ms_per_step": 1e3 * regions.wall[0] / steps,
+        "regions_ms_per_step": region_ms,
+        "top_ops": ops[:top],
+    }
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="mixer-bench decode-ops", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="mixer-bench decode-ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_common_args(ap)
     ap.add_argument("--length", type=int, default=300, help="output length L")
     ap.add_argument("--beam", type=int, default=4)
@@ -156,12 +162,19 @@ def main(argv=None):
             results[label] = profile_one(args.data, ckpt, args.length, args.beam, args.sentences, langs, args.top)
             results[label]["unprofiled_ms_per_step"] = plain["ms_per_step"]
             print(f"{label:14s} {results[label]['ms_per_step']:7.1f} ms/step (profiled)", flush=True)
-    meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-                "%Y-%m-%d %H:%M UTC"),
-            "device": cpu_label(), "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "load_start": load_start,
-            "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()), "wall_s": time.time() - t0,
-            "L": args.length, "beam": args.beam, "sentences": args.sentences}
+    meta = {
+        "command": command_line(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "device": cpu_label(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_start": load_start,
+        "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
+        "wall_s": time.time() - t0,
+        "L": args.length,
+        "beam": args.beam,
+        "sentences": args.sentences,
+    }
     out_md = args.md or str(RESULTS / "bench_decode_ops_cpu.md")
     out_json = args.json or str(Path(out_md).with_suffix(".json"))
     write_outputs(out_md, out_json, markdown(meta, results), {"meta": meta, "results": results})
@@ -169,24 +182,41 @@ def main(argv=None):
 
 def markdown(meta, results) -> str:
     labels = list(results)
-    out = [f"# Where a decoding step's time goes ({meta['device']})", "",
-           f"- command: `{meta['command']}`",
-           f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
-           f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
-           f"- `mixer_small_attn` (2+2 layers, d=256, 4 heads) with each mixer in the decoder, {meta['sentences']} "
-           f"test sentences in one batch, beam {meta['beam']}, every hypothesis pinned to L = {meta['L']} tokens; "
-           "one fairseq-generate under torch.profiler per model (its overhead is in every figure)", "",
-           "## Regions, ms per decoding step (inclusive)", "",
-           "| region | " + " | ".join(f"`{m}`" for m in labels) + " |", "|---|" + "---:|" * len(labels)]
-    out.append("| whole step, without the profiler (fairseq's timer) | " + " | ".join(
-        f"{results[m]['unprofiled_ms_per_step']:.1f}" for m in labels) + " |")
-    out.append("| whole step (the beam search's wall time) | " + " | ".join(
-        f"{results[m]['ms_per_step']:.1f}" for m in labels) + " |")
+    out = [
+        f"# Where a decoding step's time goes ({meta['device']})",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
+        f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
+        f"- `mixer_small_attn` (2+2 layers, d=256, 4 heads) with each mixer in the decoder, {meta['sentences']} "
+        f"test sentences in one batch, beam {meta['beam']}, every hypothesis pinned to L = {meta['L']} tokens; "
+        "one fairseq-generate under torch.profiler per model (its overhead is in every figure)",
+        "",
+        "## Regions, ms per decoding step (inclusive)",
+        "",
+        "| region | " + " | ".join(f"`{m}`" for m in labels) + " |",
+        "|---|" + "---:|" * len(labels),
+    ]
+    out.append(
+        "| whole step, without the profiler (fairseq's timer) | "
+        + " | ".join(f"{results[m]['unprofiled_ms_per_step']:.1f}" for m in labels)
+        + " |"
+    )
+    out.append(
+        "| whole step (the beam search's wall time) | "
+        + " | ".join(f"{results[m]['ms_per_step']:.1f}" for m in labels)
+        + " |"
+    )
     for name in REGIONS:
         out.append(f"| {name} | " + " | ".join(f"{results[m]['regions_ms_per_step'][name]:.1f}" for m in labels) + " |")
     for m in labels:
-        out += ["", f"## `{m}`: aten ops by self time, ms per decoding step", "",
-                "| op | ms per step | calls per step |", "|---|---:|---:|"]
+        out += [
+            "",
+            f"## `{m}`: aten ops by self time, ms per decoding step",
+            "",
+            "| op | ms per step | calls per step |",
+            "|---|---:|---:|",
+        ]
         out += [f"| `{k}` | {ms:.2f} | {n:.0f} |" for k, ms, n in results[m]["top_ops"]]
     out.append("")
     return "\n".join(out)

@@ -70,19 +70,29 @@ def setting(name, n, heads, t, s, d, dtype, device, min_run_time):
     hard = {"compare": std["compare"], **{op: timeit(stmt, env, min_run_time) for op, stmt in HARD.items()}}
     std["total"], hard["total"] = sum(std.values()), sum(hard.values())
     not_used = {op: timeit(stmt, env, min_run_time) for op, stmt in NOT_USED.items()}
-    return {"setting": name, "shape": dict(N=n, H=heads, T=t, S=s, d=d), "std_ms": std, "hard_ms": hard,
-            "not_used_ms": not_used}
+    return {
+        "setting": name,
+        "shape": dict(N=n, H=heads, T=t, S=s, d=d),
+        "std_ms": std,
+        "hard_ms": hard,
+        "not_used_ms": not_used,
+    }
 
 
 def markdown(meta, results):
     out = [f"# Hard retrieval attention: operation timings ({meta['device']})", ""]
     out.append(f"- command: `{meta['command']}`")
-    out.append(f"- date: {meta['date']}; torch {meta['torch']}; dtype {meta['dtype']}; torch threads "
-               f"{meta['threads']}; load average at start {meta['load_start']}, at end {meta['load_end']}")
-    out.append("- median of `torch.utils.benchmark.Timer.blocked_autorange`, milliseconds per call; "
-               "ratio = standard / hard")
-    out.append("- paper (Table 2: GTX 1080 Ti, forward passes over the WMT14 En-De dev set, seconds in total): "
-               "compare 14.40; normalise 6.22 vs argmax 2.10; attend 12.26 vs index 2.93; total 32.88 vs 19.43")
+    out.append(
+        f"- date: {meta['date']}; torch {meta['torch']}; dtype {meta['dtype']}; torch threads "
+        f"{meta['threads']}; load average at start {meta['load_start']}, at end {meta['load_end']}"
+    )
+    out.append(
+        "- median of `torch.utils.benchmark.Timer.blocked_autorange`, milliseconds per call; ratio = standard / hard"
+    )
+    out.append(
+        "- paper (Table 2: GTX 1080 Ti, forward passes over the WMT14 En-De dev set, seconds in total): "
+        "compare 14.40; normalise 6.22 vs argmax 2.10; attend 12.26 vs index 2.93; total 32.88 vs 19.43"
+    )
     out.append("")
     for r in results:
         sh = r["shape"]
@@ -90,8 +100,12 @@ def markdown(meta, results):
         out.append("")
         out.append("| operation | standard (ms) | hard (ms) | standard / hard | paper std / hard |")
         out.append("|---|---:|---:|---:|---:|")
-        names = {"compare": "compare (eq. 1)", "normalise": "softmax (eq. 2) vs argmax (eq. 11)",
-                 "attend": "P V (eq. 3) vs index (eq. 6)", "total": "total"}
+        names = {
+            "compare": "compare (eq. 1)",
+            "normalise": "softmax (eq. 2) vs argmax (eq. 11)",
+            "attend": "P V (eq. 3) vs index (eq. 6)",
+            "total": "total",
+        }
         for op, label in names.items():
             s, h = r["std_ms"][op], r["hard_ms"][op]
             ps, ph = PAPER[op]
@@ -130,10 +144,18 @@ def main(argv=None):
     load_start = " ".join(f"{v:.2f}" for v in os.getloadavg())
     H, d = args.heads, args.head_dim
     results = [
-        setting("decoder step, cross-attention", args.batch * args.beam, H, 1, args.src_len, d, dtype,
-                args.device, args.min_run_time),
-        setting("whole sequence", args.batch, H, args.seq_len, args.seq_len, d, dtype, args.device,
-                args.min_run_time),
+        setting(
+            "decoder step, cross-attention",
+            args.batch * args.beam,
+            H,
+            1,
+            args.src_len,
+            d,
+            dtype,
+            args.device,
+            args.min_run_time,
+        ),
+        setting("whole sequence", args.batch, H, args.seq_len, args.seq_len, d, dtype, args.device, args.min_run_time),
     ]
     meta = {
         "command": command_line(),

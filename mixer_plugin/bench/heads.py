@@ -37,8 +37,13 @@ from . import common
 
 GOAL = 1.05
 FIXED_HEAD_DIM = 25  # the paper's WMT17 EN-DE mean length (§4.1)
-MIXERS = ["attn", "interacting", "interacting:reading=pairwise", "talking_heads",
-          f"fixed_head:head_dim={FIXED_HEAD_DIM}"]
+MIXERS = [
+    "attn",
+    "interacting",
+    "interacting:reading=pairwise",
+    "talking_heads",
+    f"fixed_head:head_dim={FIXED_HEAD_DIM}",
+]
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
 NAME = "bench_heads"  # the stem of the default outputs
 
@@ -49,8 +54,10 @@ def time_cell(r, lab):
     if lab == "attn":
         return f"{1000 * r['median_s']:.1f}"
     # time and forward multiply-adds as multiples of attn's (> 1: slower, more arithmetic)
-    return (f"{1000 * r['median_s']:.1f} ({1 / r['speedup_vs_attn']:.2f}x [{1 / r['speedup_vs_attn_min']:.2f}x]; "
-            f"{1 / r['ceiling_vs_attn']:.2f})")
+    return (
+        f"{1000 * r['median_s']:.1f} ({1 / r['speedup_vs_attn']:.2f}x [{1 / r['speedup_vs_attn_min']:.2f}x]; "
+        f"{1 / r['ceiling_vs_attn']:.2f})"
+    )
 
 
 def mem_cell(r, lab):
@@ -65,20 +72,32 @@ def markdown(meta, rows):
     out = [f"# Heads benchmark: interacting-head attention and its baselines ({meta['device']})\n"]
     out.append(f"- command: `{meta['command']}`")
     out.append(f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}")
-    out.append(f"- torch {meta['torch']}, python {meta['python']}; device: {meta['device_name']}; "
-               f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})")
-    out.append(f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
-               f"wall time {meta['wall_s']:.0f} s.  Other jobs shared this machine; the round-robin "
-               "timing spreads their load over all modules of a group alike")
-    out.append(f"- one module, d={meta['dim']}, {meta['dtype']}, train mode, dropout {meta['dropout']}; "
-               f"batch: constant tokens, B = {meta['tokens']} // L; H heads for every module")
-    out.append(f"- time: {meta['warmup']} warmup step(s), then the median [minimum] of {meta['repeats']} timed "
-               "forward+backward steps (mixer_plugin/bench/common.py bench_group)")
-    out.append("- memory: peak bytes of one step above what was allocated before it (common.peak_cpu: "
-               "the CPU allocator's events; on CUDA max_memory_allocated): activations kept for backward, "
-               "temporaries and grads; not parameters or inputs")
-    out.append("- `x attn` = module time / attn time of the same (role, L, H) group, so > 1 is slower; "
-               "`FLOPs x` = the same ratio of forward multiply-adds per token (`MixerBase.macs`)\n")
+    out.append(
+        f"- torch {meta['torch']}, python {meta['python']}; device: {meta['device_name']}; "
+        f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})"
+    )
+    out.append(
+        f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
+        f"wall time {meta['wall_s']:.0f} s.  Other jobs shared this machine; the round-robin "
+        "timing spreads their load over all modules of a group alike"
+    )
+    out.append(
+        f"- one module, d={meta['dim']}, {meta['dtype']}, train mode, dropout {meta['dropout']}; "
+        f"batch: constant tokens, B = {meta['tokens']} // L; H heads for every module"
+    )
+    out.append(
+        f"- time: {meta['warmup']} warmup step(s), then the median [minimum] of {meta['repeats']} timed "
+        "forward+backward steps (mixer_plugin/bench/common.py bench_group)"
+    )
+    out.append(
+        "- memory: peak bytes of one step above what was allocated before it (common.peak_cpu: "
+        "the CPU allocator's events; on CUDA max_memory_allocated): activations kept for backward, "
+        "temporaries and grads; not parameters or inputs"
+    )
+    out.append(
+        "- `x attn` = module time / attn time of the same (role, L, H) group, so > 1 is slower; "
+        "`FLOPs x` = the same ratio of forward multiply-adds per token (`MixerBase.macs`)\n"
+    )
     out.append(f"Goal: `interacting` <= {GOAL:.2f}x attn time at every H.\n")
     labels = meta["mixers"]
     for role in [r.value for r in ROLES]:
@@ -87,8 +106,10 @@ def markdown(meta, rows):
             if not rr:
                 continue
             out.append(f"## {role}, L = {L} (B = {rr[0]['B']})\n")
-            for title, cell in (("Forward+backward time, ms (x attn, median [min]; FLOPs x)", time_cell),
-                                ("Peak memory of one step, MB (x attn)", mem_cell)):
+            for title, cell in (
+                ("Forward+backward time, ms (x attn, median [min]; FLOPs x)", time_cell),
+                ("Peak memory of one step, MB (x attn)", mem_cell),
+            ):
                 out.append(title + "\n")
                 out.append("| H | d_k | " + " | ".join(f"`{lab}`" for lab in labels) + " |")
                 out.append("|---:|---:|" + "---:|" * len(labels))
@@ -104,14 +125,25 @@ def markdown(meta, rows):
         for L in meta["lengths"]:
             cells = []
             for H in meta["heads"]:
-                r = next((r for r in rows if r["role"] == role and r["L"] == L and r["H"] == H
-                          and r["mixer"] == "interacting" and "speedup_vs_attn" in r), None)
+                r = next(
+                    (
+                        r
+                        for r in rows
+                        if r["role"] == role
+                        and r["L"] == L
+                        and r["H"] == H
+                        and r["mixer"] == "interacting"
+                        and "speedup_vs_attn" in r
+                    ),
+                    None,
+                )
                 if r is None:
                     cells.append("n/a")
                 else:
                     ratio = 1 / r["speedup_vs_attn"]
-                    cells.append(f"{ratio:.2f}x [{1 / r['speedup_vs_attn_min']:.2f}x] "
-                                 f"{'ok' if ratio <= GOAL else 'MISS'}")
+                    cells.append(
+                        f"{ratio:.2f}x [{1 / r['speedup_vs_attn_min']:.2f}x] {'ok' if ratio <= GOAL else 'MISS'}"
+                    )
             out.append(f"| {role} | {L} | " + " | ".join(cells) + " |")
     out.append("\nMedian [minimum]: the minimum is the step least disturbed by other load.\n")
     out.append("## FLOPs: each mixer against its own ceiling\n")
@@ -127,8 +159,11 @@ def markdown(meta, rows):
             for H in meta["heads"]:
                 by = {r["mixer"]: r for r in rr if r["L"] == L and r["H"] == H}
                 if by:
-                    out.append(f"| {L} | {H} | " + " | ".join(common.flops_cell(lab, by[lab]) if lab in by else ""
-                                                               for lab in labels) + " |")
+                    out.append(
+                        f"| {L} | {H} | "
+                        + " | ".join(common.flops_cell(lab, by[lab]) if lab in by else "" for lab in labels)
+                        + " |"
+                    )
         out.append("")
     return "\n".join(out)
 
@@ -140,8 +175,9 @@ def main(argv=None):
     ap.set_defaults(repeats_large=None)
     ap.add_argument("--heads", help="comma-separated H (default 4,8,16,32)")
     ap.add_argument("--mixers", help=f"comma-separated specs besides attn (default: {','.join(MIXERS[1:])})")
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: H=4,8 and L=32 unless given, 256 tokens, 1 repeat; prints only")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: H=4,8 and L=32 unless given, 256 tokens, 1 repeat; prints only"
+    )
     args = ap.parse_args(argv)
     if args.from_json:
         return common.rerender(ap, args, markdown)
@@ -168,8 +204,15 @@ def main(argv=None):
     meta = {
         **common.run_meta(device),
         **common.machine_peak(device),
-        "dim": args.dim, "dtype": args.dtype, "dropout": args.dropout, "tokens": args.tokens, "warmup": args.warmup,
-        "repeats": args.repeats, "heads": heads, "lengths": lengths, "mixers": labels,
+        "dim": args.dim,
+        "dtype": args.dtype,
+        "dropout": args.dropout,
+        "tokens": args.tokens,
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "heads": heads,
+        "lengths": lengths,
+        "mixers": labels,
     }
     print(f"# {meta['command']}  threads {meta['threads']} load {meta['load_start']}", flush=True)
     rows = []
@@ -184,13 +227,16 @@ def main(argv=None):
                         continue
                     r["H"] = H
                     if "speedup_vs_attn" in r:
-                        print(f"{role.value:13s} L={L:4d} H={H:3d} {lab:30s} {1000 * r['median_s']:9.1f} ms "
-                              f"{1 / r['speedup_vs_attn']:5.2f}x time {common.fmt_mb(r['peak_bytes']):>8s} MB",
-                              flush=True)
+                        print(
+                            f"{role.value:13s} L={L:4d} H={H:3d} {lab:30s} {1000 * r['median_s']:9.1f} ms "
+                            f"{1 / r['speedup_vs_attn']:5.2f}x time {common.fmt_mb(r['peak_bytes']):>8s} MB",
+                            flush=True,
+                        )
                     rows.append(r)
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t0
     common.write_outputs(args.md, args.json, markdown(meta, rows), {"meta": meta, "rows": rows})
+
 
 if __name__ == "__main__":
     main()

@@ -20,8 +20,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ..mixers.registry import Role
-from .common import (RESULTS, build, command_line, machine_peak, module_macs, run_meta, step, variants,
-                     write_outputs)
+from .common import RESULTS, build, command_line, machine_peak, module_macs, run_meta, step, variants, write_outputs
 
 
 def profile_module(m, x, g, repeats, top):
@@ -33,17 +32,26 @@ def profile_module(m, x, g, repeats, top):
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(repeats):
             step(m, x, g, None)
-    ops = sorted(((e.key, e.self_cpu_time_total / 1e3 / repeats, e.count / repeats) for e in prof.key_averages()
-                  if e.self_cpu_time_total > 0), key=lambda r: -r[1])
+    ops = sorted(
+        (
+            (e.key, e.self_cpu_time_total / 1e3 / repeats, e.count / repeats)
+            for e in prof.key_averages()
+            if e.self_cpu_time_total > 0
+        ),
+        key=lambda r: -r[1],
+    )
     return statistics.median(times) * 1e3, ops[:top]
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="mixer-bench layer-ops", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mixers", default="ngram,ngram:kernel=conv,ngram:proj=slice:out=none,"
-                    "ngram:proj=slice:out=none:kernel=conv,local",
-                    help="labels of mixer-bench mixers (attn is always run first)")
+    ap = argparse.ArgumentParser(
+        prog="mixer-bench layer-ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--mixers",
+        default="ngram,ngram:kernel=conv,ngram:proj=slice:out=none,ngram:proj=slice:out=none:kernel=conv,local",
+        help="labels of mixer-bench mixers (attn is always run first)",
+    )
     ap.add_argument("--lengths", default="2048")
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--dim", type=int, default=512)
@@ -60,8 +68,9 @@ def main(argv=None):
     labels = ["attn"] + [m for m in args.mixers.split(",") if m and m != "attn"]
     unknown = [m for m in labels if m not in known]
     if unknown:
-        raise SystemExit(f"mixer-bench layer-ops: error: --mixers: unknown {', '.join(unknown)} "
-                         f"(known: {', '.join(known)})")
+        raise SystemExit(
+            f"mixer-bench layer-ops: error: --mixers: unknown {', '.join(unknown)} (known: {', '.join(known)})"
+        )
     device = torch.device("cpu")
     meta = {**run_meta(device), **machine_peak(device), "command": command_line()}
     results = []
@@ -75,25 +84,33 @@ def main(argv=None):
                 step(m, x, g, None)
             ms, ops = profile_module(m, x, g, args.repeats, args.top)
             macs = module_macs(m, L, Role.ENCODER_SELF) * B
-            results.append({"label": label, "L": L, "B": B, "ms": ms, "macs": macs,
-                            "gflops": 3 * 2 * macs / ms / 1e6, "ops": ops})
+            results.append(
+                {"label": label, "L": L, "B": B, "ms": ms, "macs": macs, "gflops": 3 * 2 * macs / ms / 1e6, "ops": ops}
+            )
             print(f"L={L} {label:32s} {ms:8.1f} ms  {results[-1]['gflops']:6.1f} GFLOP/s", flush=True)
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     write_outputs(args.md, args.json, markdown(meta, results), {"meta": meta, "results": results})
 
 
 def markdown(meta, results) -> str:
-    out = [f"# Where a layer's training step goes ({meta['device_name']})", "",
-           f"- command: `{meta['command']}`",
-           f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
-           f"{meta['load_start']}, at end {meta['load_end']}",
-           "- one encoder self-attention layer, forward + backward, d=512, 8 heads, n=5, 4,096 tokens per batch; "
-           "GFLOP/s = 3 x forward multiply-adds x 2 / time (the FLOP accounting of `mixer-bench mixers`); "
-           f"machine peak {meta.get('peak_gflops') or 0:.0f} GFLOP/s", ""]
+    out = [
+        f"# Where a layer's training step goes ({meta['device_name']})",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
+        f"{meta['load_start']}, at end {meta['load_end']}",
+        "- one encoder self-attention layer, forward + backward, d=512, 8 heads, n=5, 4,096 tokens per batch; "
+        "GFLOP/s = 3 x forward multiply-adds x 2 / time (the FLOP accounting of `mixer-bench mixers`); "
+        f"machine peak {meta.get('peak_gflops') or 0:.0f} GFLOP/s",
+        "",
+    ]
     for r in results:
-        out += [f"## `{r['label']}`, L = {r['L']} (B = {r['B']}): {r['ms']:.1f} ms per step, "
-                f"{r['gflops']:.1f} GFLOP/s", "", "| op (self time) | ms per step | share | calls |",
-                "|---|---:|---:|---:|"]
+        out += [
+            f"## `{r['label']}`, L = {r['L']} (B = {r['B']}): {r['ms']:.1f} ms per step, {r['gflops']:.1f} GFLOP/s",
+            "",
+            "| op (self time) | ms per step | share | calls |",
+            "|---|---:|---:|---:|",
+        ]
         out += [f"| `{k}` | {ms:.2f} | {ms / r['ms']:.0%} | {n:.0f} |" for k, ms, n in r["ops"]]
         out.append("")
     return "\n".join(out)

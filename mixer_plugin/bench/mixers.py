@@ -55,9 +55,24 @@ import time
 from pathlib import Path
 
 from ..mixers.registry import Role
-from .common import (FLOPS_NOTE, MATH, add_group_args, bench_group, flops_cell, fmt_mb, length_table, machine_peak,
-                     mem_exponent, mixer_labels, peak_line, rerender, run_meta, setup_group_args, variants,
-                     write_outputs)
+from .common import (
+    FLOPS_NOTE,
+    MATH,
+    add_group_args,
+    bench_group,
+    flops_cell,
+    fmt_mb,
+    length_table,
+    machine_peak,
+    mem_exponent,
+    mixer_labels,
+    peak_line,
+    rerender,
+    run_meta,
+    setup_group_args,
+    variants,
+    write_outputs,
+)
 
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
 DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)
@@ -69,26 +84,40 @@ def markdown(meta, rows, labels):
     out.append(f"# Token-mixer micro-benchmark ({meta['device']})\n")
     out.append(f"- command: `{meta['command']}`")
     out.append(f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}")
-    out.append(f"- torch {meta['torch']}, fairseq {meta['fairseq']}, python {meta['python']}; "
-               f"device: {meta['device_name']}; torch threads: {meta['threads']} "
-               f"(interop {meta['interop_threads']}, os.cpu_count {meta['cpu_count']})")
-    out.append(f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
-               f"wall time {meta['wall_s']:.0f} s")
-    out.append(f"- one module, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, {meta['dtype']}, train mode, "
-               f"dropout {meta['dropout']}; batch: {meta['batch_rule']}")
-    out.append(f"- time: {meta['warmup']} warmup step(s), then the median of {meta['repeats_rule']} "
-               "timed forward+backward steps per module, modules of one (role, L) timed round-robin")
+    out.append(
+        f"- torch {meta['torch']}, fairseq {meta['fairseq']}, python {meta['python']}; "
+        f"device: {meta['device_name']}; torch threads: {meta['threads']} "
+        f"(interop {meta['interop_threads']}, os.cpu_count {meta['cpu_count']})"
+    )
+    out.append(
+        f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
+        f"wall time {meta['wall_s']:.0f} s"
+    )
+    out.append(
+        f"- one module, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, {meta['dtype']}, train mode, "
+        f"dropout {meta['dropout']}; batch: {meta['batch_rule']}"
+    )
+    out.append(
+        f"- time: {meta['warmup']} warmup step(s), then the median of {meta['repeats_rule']} "
+        "timed forward+backward steps per module, modules of one (role, L) timed round-robin"
+    )
     out.append(f"- peak memory: {meta['memory_method']}")
-    out.append(f"- timing spread: median over modules of (max - min) / median of their timed steps = "
-               f"{meta['spread_median']:.0%} (worst {meta['spread_max']:.0%}); the machine's other load "
-               "shows up here")
+    out.append(
+        f"- timing spread: median over modules of (max - min) / median of their timed steps = "
+        f"{meta['spread_median']:.0%} (worst {meta['spread_max']:.0%}); the machine's other load "
+        "shows up here"
+    )
     out.append(f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}")
-    out.append("- speedup = attn time / mixer time; mem = mixer peak / attn peak (both vs stock `attn`, "
-               "same role and L, same run)\n")
-    out.append("Goals: `ngram` and `local` at >= 1.0x attn speed at L=64 and >= 90% of their FLOP ceiling at "
-               "L=1024 and 2048; every attention-like mixer within 5% of attn where its FLOPs equal attn's; "
-               "peak memory linear in L for the windowed ones (per-sequence exponent ~1; at constant "
-               "tokens per batch, a flat MB column).\n")
+    out.append(
+        "- speedup = attn time / mixer time; mem = mixer peak / attn peak (both vs stock `attn`, "
+        "same role and L, same run)\n"
+    )
+    out.append(
+        "Goals: `ngram` and `local` at >= 1.0x attn speed at L=64 and >= 90% of their FLOP ceiling at "
+        "L=1024 and 2048; every attention-like mixer within 5% of attn where its FLOPs equal attn's; "
+        "peak memory linear in L for the windowed ones (per-sequence exponent ~1; at constant "
+        "tokens per batch, a flat MB column).\n"
+    )
 
     for role in [r.value for r in ROLES]:
         rr = [r for r in rows if r["role"] == role]
@@ -119,8 +148,10 @@ def markdown(meta, rows, labels):
             e = mem_exponent(rows, lab, role)
             exps.append("" if e is None else f"{e:.2f}")
         out.append("| exp | | " + " | ".join(exps) + " |")
-        out.append("\n`exp`: least-squares slope of log(peak MB per sequence) against log L "
-                   "(1 = linear in L, 2 = quadratic).\n")
+        out.append(
+            "\n`exp`: least-squares slope of log(peak MB per sequence) against log L "
+            "(1 = linear in L, 2 = quadratic).\n"
+        )
         skipped = sorted({(r["mixer"], r["skipped"]) for r in rr if "skipped" in r})
         for lab, why in skipped:
             out.append(f"- `{lab}` not run as {role}: {why}")
@@ -138,23 +169,25 @@ def markdown(meta, rows, labels):
         out += length_table(rr, present, flops_cell) + [""]
 
     out.append("## Goal check\n")
-    out.append("Speedup vs stock `attn` from medians, [from minima] (the minimum is the least "
-               "disturbed by other load on the machine), and as a share of the FLOP ceiling; "
-               "`vs math`: speedup against `attn[math]`.\n")
-    out.append("| mixer | role | L=64 (goal >= 1.0) | L=1024: speed-up, ceiling, share (goal >= 90%) "
-               "| L=2048: speed-up, ceiling, share (goal >= 90%) | vs math, L=1024 | mem exp (goal ~1) "
-               "| mem / attn, L=1024 |")
+    out.append(
+        "Speedup vs stock `attn` from medians, [from minima] (the minimum is the least "
+        "disturbed by other load on the machine), and as a share of the FLOP ceiling; "
+        "`vs math`: speedup against `attn[math]`.\n"
+    )
+    out.append(
+        "| mixer | role | L=64 (goal >= 1.0) | L=1024: speed-up, ceiling, share (goal >= 90%) "
+        "| L=2048: speed-up, ceiling, share (goal >= 90%) | vs math, L=1024 | mem exp (goal ~1) "
+        "| mem / attn, L=1024 |"
+    )
     out.append("|---|---|---:|---:|---:|---:|---:|---:|")
     for lab in labels:
         if lab in ("attn", MATH):
             continue
         for role in ROLES:
-            rr = {r["L"]: r for r in rows
-                  if r["mixer"] == lab and r["role"] == role.value and "median_s" in r}
+            rr = {r["L"]: r for r in rows if r["mixer"] == lab and r["role"] == role.value and "median_s" in r}
             if not rr:
                 continue
-            math_rows = {r["L"]: r for r in rows
-                         if r["mixer"] == MATH and r["role"] == role.value and "median_s" in r}
+            math_rows = {r["L"]: r for r in rows if r["mixer"] == MATH and r["role"] == role.value and "median_s" in r}
 
             def cell(L):
                 r = rr.get(L)
@@ -170,18 +203,20 @@ def markdown(meta, rows, labels):
 
             r1k, m1k = rr.get(1024), math_rows.get(1024)
             vs_math = f"{m1k['median_s'] / r1k['median_s']:.2f}x" if r1k and m1k else "n/a"
-            mem1k = (f"{r1k['mem_ratio_vs_attn']:.2f}"
-                     if r1k and r1k.get("mem_ratio_vs_attn") is not None else "n/a")
+            mem1k = f"{r1k['mem_ratio_vs_attn']:.2f}" if r1k and r1k.get("mem_ratio_vs_attn") is not None else "n/a"
             e = mem_exponent(rows, lab, role.value)
-            out.append(f"| `{lab}` | {role.value} | {cell(64)} | {ceiling(1024)} | {ceiling(2048)} | {vs_math} "
-                       f"| {'' if e is None else f'{e:.2f}'} | {mem1k} |")
+            out.append(
+                f"| `{lab}` | {role.value} | {cell(64)} | {ceiling(1024)} | {ceiling(2048)} | {vs_math} "
+                f"| {'' if e is None else f'{e:.2f}'} | {mem1k} |"
+            )
     out.append("")
     if "flash" in meta["attn_kernels"] or "efficient" in meta["attn_kernels"]:
         out.append(
             "Memory: stock `attn` ran a fused SDPA kernel (see the kernel line above), which "
             "never stores the L x L scores, so its peak memory is linear in L as well (flat "
             "at constant tokens per batch); the quadratic term only appears in `attn[math]`, "
-            "the same module on SDPA's math kernel.\n")
+            "the same module on SDPA's math kernel.\n"
+        )
     return "\n".join(out)
 
 
@@ -198,8 +233,11 @@ def plot(meta, rows, labels, path) -> None:
     for col, role in enumerate(roles):
         top, bottom = axes[0][col], axes[1][col]
         for i, lab in enumerate(shown):
-            pts = sorted((r["L"], r["speedup_vs_attn"], r["of_ceiling"]) for r in rows
-                         if r["mixer"] == lab and r["role"] == role and "speedup_vs_attn" in r)
+            pts = sorted(
+                (r["L"], r["speedup_vs_attn"], r["of_ceiling"])
+                for r in rows
+                if r["mixer"] == lab and r["role"] == role and "speedup_vs_attn" in r
+            )
             if not pts:
                 continue
             style = {"color": colours(i % 20), "marker": "o", "ms": 3, "label": lab}
@@ -215,8 +253,11 @@ def plot(meta, rows, labels, path) -> None:
             ax.set_xscale("log", base=2)
             ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle(f"One layer, forward + backward, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, "
-                 f"{meta.get('dtype', 'float32')} ({meta['device_name']}, {meta['date'][:10]})", fontsize=9)
+    fig.suptitle(
+        f"One layer, forward + backward, d={meta['dim']}, {meta['heads']} heads, n={meta['n']}, "
+        f"{meta.get('dtype', 'float32')} ({meta['device_name']}, {meta['date'][:10]})",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -228,9 +269,12 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--mixers", help="comma-separated labels to run (default: all; attn is always run)")
     ap.add_argument("--no-math-attn", action="store_true", help="skip the attn[math] reference")
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: L=32,64, 256 tokens, 1 warmup, 1 repeat, no attn[math]; prints, writes nothing "
-                         "unless --md/--json are given")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: L=32,64, 256 tokens, 1 warmup, 1 repeat, no attn[math]; prints, writes nothing "
+        "unless --md/--json are given",
+    )
     args = ap.parse_args(argv)
     if args.from_json:
         meta, rows, md_path = rerender(ap, args, lambda meta, rows: markdown(meta, rows, mixer_labels(meta)))
@@ -257,25 +301,31 @@ def main(argv=None):
     meta = {
         **run_meta(device),
         **machine_peak(device),
-        "dim": args.dim, "heads": args.heads, "n": args.n, "dropout": args.dropout, "dtype": args.dtype,
+        "dim": args.dim,
+        "heads": args.heads,
+        "n": args.n,
+        "dropout": args.dropout,
+        "dtype": args.dtype,
         "lengths": lengths,
-        "batch_rule": (f"fixed B={args.batch}" if args.batch
-                       else f"constant tokens, B = max(1, {args.tokens} // L)"),
+        "batch_rule": (f"fixed B={args.batch}" if args.batch else f"constant tokens, B = max(1, {args.tokens} // L)"),
         "warmup": args.warmup,
-        "repeats_rule": (f"{args.repeats} (L < {args.large_from}) / {args.repeats_large} "
-                         f"(L >= {args.large_from})"),
+        "repeats_rule": (f"{args.repeats} (L < {args.large_from}) / {args.repeats_large} (L >= {args.large_from})"),
         "memory_method": (
             "torch.profiler(profile_memory=True) over one extra step; peak = "
             "max(allocator total_allocated) - total before the step's first allocation "
             "(all ATen CPU allocations: activations, temporaries, grads; not parameters, "
             "inputs or the mask; not oneDNN/MKL scratch)"
-            if device.type == "cpu" else
-            "torch.cuda.max_memory_allocated() - memory_allocated() before the step, "
-            "after reset_peak_memory_stats()"),
+            if device.type == "cpu"
+            else "torch.cuda.max_memory_allocated() - memory_allocated() before the step, "
+            "after reset_peak_memory_stats()"
+        ),
         "mixers": [(lab, spec.format(n=args.n)) for lab, spec in labelled],
     }
-    print(f"# {meta['command']}  torch {meta['torch']} threads {meta['threads']} "
-          f"device {device.type} load {meta['load_start']}", flush=True)
+    print(
+        f"# {meta['command']}  torch {meta['torch']} threads {meta['threads']} "
+        f"device {device.type} load {meta['load_start']}",
+        flush=True,
+    )
 
     rows = []
     for L in lengths:
@@ -291,9 +341,11 @@ def main(argv=None):
                 extra = ""
                 if "speedup_vs_attn" in r and label != "attn":
                     extra = f" {r['speedup_vs_attn']:5.2f}x time, {r['mem_ratio_vs_attn']:5.2f} mem"
-                print(f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:16s} "
-                      f"{1000 * r['median_s']:9.1f} ms {fmt_mb(r['peak_bytes']):>8s} MB{extra}",
-                      flush=True)
+                print(
+                    f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:16s} "
+                    f"{1000 * r['median_s']:9.1f} ms {fmt_mb(r['peak_bytes']):>8s} MB{extra}",
+                    flush=True,
+                )
 
     kernels = sorted({k for r in rows if r["mixer"] == "attn" for k in r.get("sdpa_ops", [])})
     meta["attn_kernels"] = ", ".join(f"`{k}`" for k in kernels) or "none seen"
@@ -305,6 +357,7 @@ def main(argv=None):
     write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
     if args.md:
         plot(meta, rows, labels, Path(args.md).with_suffix(".png"))
+
 
 if __name__ == "__main__":
     main()

@@ -56,8 +56,7 @@ def multiscale_variants(heads: int):
 def table(rows, role, labels, key, fmt):
     rr = [r for r in rows if r["role"] == role and key in r]
     present = [lab for lab in labels if any(r["mixer"] == lab for r in rr)]
-    out = ["| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |",
-           "|---:|---:|" + "---:|" * len(present)]
+    out = ["| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |", "|---:|---:|" + "---:|" * len(present)]
     for L in sorted({r["L"] for r in rr}):
         by = {r["mixer"]: r for r in rr if r["L"] == L}
         cells = [fmt(by[lab], by) if lab in by else "" for lab in present]
@@ -84,24 +83,26 @@ def fmt_mem(r, by):
 
 
 def markdown(meta, rows, labels):
-    out = [f"# Multi-scale self-attention micro-benchmark ({meta['device']})\n",
-           f"- command: `{meta['command']}`",
-           f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}",
-           f"- torch {meta['torch']}, python {meta['python']}; device: {meta['device_name']}; "
-           f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})",
-           f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']} "
-           f"(other jobs share this machine); wall time {meta['wall_s']:.0f} s",
-           f"- one module, d={meta['dim']}, {meta['heads']} heads, {meta['dtype']}, train mode, dropout 0; "
-           f"batch: {meta['batch_rule']}; {meta['warmup']} warmup step(s), then the median of "
-           f"{meta['repeats_rule']} timed forward+backward steps, modules of one (role, L) round-robin "
-           "(`mixer_plugin/bench/common.py`'s `bench_group`)",
-           f"- peak memory: {meta['memory_method']}",
-           f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}",
-           "- `attn[math]`: the same stock module on SDPA's math kernel, i.e. dense attention that "
-           "stores the L x L scores",
-           "- specs: " + "; ".join(f"`{lab}` = `{spec}`" for lab, spec in meta["mixers"] if lab.startswith("multi")),
-           "- time cells: ms (speedup = attn time / mixer time); memory cells: MB (mixer / attn "
-           "[/ mixer / attn[math]]), same role and L, same run\n"]
+    out = [
+        f"# Multi-scale self-attention micro-benchmark ({meta['device']})\n",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}",
+        f"- torch {meta['torch']}, python {meta['python']}; device: {meta['device_name']}; "
+        f"torch threads: {meta['threads']} (os.cpu_count {meta['cpu_count']})",
+        f"- load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']} "
+        f"(other jobs share this machine); wall time {meta['wall_s']:.0f} s",
+        f"- one module, d={meta['dim']}, {meta['heads']} heads, {meta['dtype']}, train mode, dropout 0; "
+        f"batch: {meta['batch_rule']}; {meta['warmup']} warmup step(s), then the median of "
+        f"{meta['repeats_rule']} timed forward+backward steps, modules of one (role, L) round-robin "
+        "(`mixer_plugin/bench/common.py`'s `bench_group`)",
+        f"- peak memory: {meta['memory_method']}",
+        f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}",
+        "- `attn[math]`: the same stock module on SDPA's math kernel, i.e. dense attention that "
+        "stores the L x L scores",
+        "- specs: " + "; ".join(f"`{lab}` = `{spec}`" for lab, spec in meta["mixers"] if lab.startswith("multi")),
+        "- time cells: ms (speedup = attn time / mixer time); memory cells: MB (mixer / attn "
+        "[/ mixer / attn[math]]), same role and L, same run\n",
+    ]
     for role in meta["roles"]:
         out += [f"## {role}\n", "Forward+backward time, ms\n"]
         out += table(rows, role, labels, "median_s", fmt_time)
@@ -118,8 +119,10 @@ def markdown(meta, rows, labels):
         out += [f"### {role}\n"] + common.length_table(rr, present, common.flops_cell) + [""]
     out.append("## Goal check (issue 5)\n")
     out.append(f"`{GOAL_LABEL}` (the paper's small-scale-heavy first layer), encoder and decoder:\n")
-    out.append("| role | mem / attn, L=2048 | mem / attn[math], L=2048 (goal <= 0.25) | speedup vs attn, "
-               "L=512 / 1024 / 2048 (goal >= 1) | speedup vs attn[math], L=512 / 1024 / 2048 |")
+    out.append(
+        "| role | mem / attn, L=2048 | mem / attn[math], L=2048 (goal <= 0.25) | speedup vs attn, "
+        "L=512 / 1024 / 2048 (goal >= 1) | speedup vs attn[math], L=512 / 1024 / 2048 |"
+    )
     out.append("|---|---:|---:|---|---|")
     for role in meta["roles"]:
         by = {(r["mixer"], r["L"]): r for r in rows if r["role"] == role and "median_s" in r}
@@ -168,13 +171,20 @@ def main(argv=None):
     meta = {
         **common.run_meta(device),
         **common.machine_peak(device),
-        "dim": args.dim, "heads": args.heads, "dtype": args.dtype, "lengths": lengths,
+        "dim": args.dim,
+        "heads": args.heads,
+        "dtype": args.dtype,
+        "lengths": lengths,
         "roles": [r.value for r in roles],
         "batch_rule": f"fixed B={args.batch}" if args.batch else f"constant tokens, B = max(1, {args.tokens} // L)",
-        "warmup": args.warmup, "repeats_rule": f"{args.repeats} (L < {args.large_from}) / {args.repeats_large}",
-        "memory_method": ("torch.profiler allocator events over one extra step (all ATen CPU allocations "
-                          "of the step; not parameters, inputs or the decoder's future mask)"
-                          if device.type == "cpu" else "torch.cuda.max_memory_allocated() above the step's start"),
+        "warmup": args.warmup,
+        "repeats_rule": f"{args.repeats} (L < {args.large_from}) / {args.repeats_large}",
+        "memory_method": (
+            "torch.profiler allocator events over one extra step (all ATen CPU allocations "
+            "of the step; not parameters, inputs or the decoder's future mask)"
+            if device.type == "cpu"
+            else "torch.cuda.max_memory_allocated() above the step's start"
+        ),
         "mixers": labelled,
     }
     print(f"# {meta['command']}  device {device.type} threads {meta['threads']} load {meta['load_start']}", flush=True)
@@ -187,10 +197,14 @@ def main(argv=None):
                 if r is None or "skipped" in r:
                     continue
                 rows.append(r)
-                extra = ("" if label == "attn"
-                         else f" {r['speedup_vs_attn']:5.2f}x time {r['mem_ratio_vs_attn']:5.2f} mem")
-                print(f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:18s} {1000 * r['median_s']:9.1f} ms "
-                      f"{common.fmt_mb(r['peak_bytes']):>8s} MB{extra}", flush=True)
+                extra = (
+                    "" if label == "attn" else f" {r['speedup_vs_attn']:5.2f}x time {r['mem_ratio_vs_attn']:5.2f} mem"
+                )
+                print(
+                    f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:18s} {1000 * r['median_s']:9.1f} ms "
+                    f"{common.fmt_mb(r['peak_bytes']):>8s} MB{extra}",
+                    flush=True,
+                )
     kernels = sorted({k for r in rows if r["mixer"] == "attn" for k in r.get("sdpa_ops", [])})
     meta["attn_kernels"] = ", ".join(f"`{k}`" for k in kernels) or "none seen"
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())

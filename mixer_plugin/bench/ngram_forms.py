@@ -44,7 +44,7 @@ def project_then_shift(ext, weight, T):
     Te, B, _ = ext.shape
     rows = ext.view(Te, B, K, d).permute(2, 0, 1, 3).reshape(K, Te * B, d)
     y = torch.bmm(rows, weight.permute(0, 2, 1, 3).reshape(K, d, W * d_out)).view(K, Te, B, W, d_out)
-    h = sum(y[:, w:w + T, :, w] for w in range(W))  # (K, T, B, d_out)
+    h = sum(y[:, w : w + T, :, w] for w in range(W))  # (K, T, B, d_out)
     return h.permute(1, 2, 0, 3).reshape(T, B, K * d_out)
 
 
@@ -53,7 +53,7 @@ def slot_bmm_autograd(ext, weight, T):
     K, W, d, d_out = weight.shape
     Te, B, _ = ext.shape
     rows = ext.view(Te, B, K, d).permute(2, 0, 1, 3).contiguous()  # (K, Te, B, d)
-    h = sum(torch.bmm(rows[:, w:w + T].reshape(K, T * B, d), weight[:, w]) for w in range(W))
+    h = sum(torch.bmm(rows[:, w : w + T].reshape(K, T * B, d), weight[:, w]) for w in range(W))
     return h.view(K, T, B, d_out).permute(1, 2, 0, 3).reshape(T, B, K * d_out)
 
 
@@ -111,8 +111,9 @@ def time_forms(W, causal, L, args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="mixer-bench ngram-forms", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="mixer-bench ngram-forms", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--lengths", default="64,2048")
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--dim", type=int, default=512)
@@ -138,20 +139,28 @@ def main(argv=None):
 
 def markdown(meta, rows, args) -> str:
     cols = [f"{r['role']} ({r['slots']} slots), L = {r['L']} (B = {r['B']})" for r in rows]
-    out = [f"# multiNN eq. (5): five formulations, forward + backward ({meta['device_name']})", "",
-           f"- command: `{meta['command']}`",
-           f"- date: {meta['date']}; git: {meta['git']}; torch {meta['torch']}, {meta['threads']} threads; "
-           f"load average at start {meta['load_start']}, at end {meta['load_end']}",
-           f"- eq. (5) without bias, then ReLU and backward; {args.heads} heads of {args.dim // args.heads} "
-           f"features in and out, {args.tokens} tokens per batch, float32; every formulation checked "
-           "against the grouped convolution in float64 first",
-           f"- ms per step: the median of {args.rounds} rounds x {args.repeats} steps, formulations "
-           "timed round-robin; in brackets, the speed-up over the grouped convolution", "",
-           "| formulation | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    out = [
+        f"# multiNN eq. (5): five formulations, forward + backward ({meta['device_name']})",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; git: {meta['git']}; torch {meta['torch']}, {meta['threads']} threads; "
+        f"load average at start {meta['load_start']}, at end {meta['load_end']}",
+        f"- eq. (5) without bias, then ReLU and backward; {args.heads} heads of {args.dim // args.heads} "
+        f"features in and out, {args.tokens} tokens per batch, float32; every formulation checked "
+        "against the grouped convolution in float64 first",
+        f"- ms per step: the median of {args.rounds} rounds x {args.repeats} steps, formulations "
+        "timed round-robin; in brackets, the speed-up over the grouped convolution",
+        "",
+        "| formulation | " + " | ".join(cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
     base = next(iter(FORMS))
     for name in FORMS:
-        out.append(f"| {name} | " + " | ".join(f"{r['ms'][name]:.1f} ({r['ms'][base] / r['ms'][name]:.2f}x)"
-                                               for r in rows) + " |")
+        out.append(
+            f"| {name} | "
+            + " | ".join(f"{r['ms'][name]:.1f} ({r['ms'][base] / r['ms'][name]:.2f}x)" for r in rows)
+            + " |"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -38,8 +38,10 @@ def train_wps(argv, env) -> float:
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env)
     wps = [float(x) for x in WPS.findall(proc.stdout + proc.stderr)]
     if proc.returncode != 0 or len(wps) < 2:
-        raise SystemExit(f"mixer-bench train: error: fairseq-train failed or logged too little:\n"
-                         f"{(proc.stdout + proc.stderr)[-2000:]}")
+        raise SystemExit(
+            f"mixer-bench train: error: fairseq-train failed or logged too little:\n"
+            f"{(proc.stdout + proc.stderr)[-2000:]}"
+        )
     return statistics.mean(wps[1:])  # the first interval holds the start-up
 
 
@@ -47,13 +49,21 @@ def layer_ratio(spec_flags, L: int):
     """The layer benchmark's speed-up of the model's first non-attn encoder mixer at the
     length nearest L (None when the model is all attention or the file lacks it)."""
     path = RESULTS / f"{mixers.NAME}_cpu.json"
-    mixer = next((spec_flags[i + 1].split(":")[0] for i, a in enumerate(spec_flags[:-1])
-                  if a in ("--encoder-mixers", "--decoder-mixers") and spec_flags[i + 1].split(":")[0] != "attn"),
-                 None)
+    mixer = next(
+        (
+            spec_flags[i + 1].split(":")[0]
+            for i, a in enumerate(spec_flags[:-1])
+            if a in ("--encoder-mixers", "--decoder-mixers") and spec_flags[i + 1].split(":")[0] != "attn"
+        ),
+        None,
+    )
     if mixer is None or not path.is_file():
         return None
-    rows = [r for r in json.loads(path.read_text())["rows"] if r.get("mixer") == mixer and "speedup_vs_attn" in r
-            and r["role"] == "encoder_self"]
+    rows = [
+        r
+        for r in json.loads(path.read_text())["rows"]
+        if r.get("mixer") == mixer and "speedup_vs_attn" in r and r["role"] == "encoder_self"
+    ]
     if not rows:
         return None
     return min(rows, key=lambda r: abs(r["L"] - L))["speedup_vs_attn"]
@@ -69,8 +79,9 @@ def mean_length(root: Path) -> float:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="mixer-bench train", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="mixer-bench train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("experiment")
     ap.add_argument("--updates", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=2)
@@ -92,12 +103,21 @@ def main(argv=None):
             for m in models[k:] + models[:k]:
                 root = data_root(m.data, m.prepare)
                 if not (root / "prep.json").is_file():
-                    raise SystemExit(f"mixer-bench train: error: {root} is not prepared (run mixer-run "
-                                     f"{args.experiment} or mixer-prepare {m.data} first)")
+                    raise SystemExit(
+                        f"mixer-bench train: error: {root} is not prepared (run mixer-run "
+                        f"{args.experiment} or mixer-prepare {m.data} first)"
+                    )
                 save = Path(tmp) / f"{m.name}_{r}"
                 cmd = train_command(exp, m, 1, root, save)
-                cmd = drop_flag(cmd, "--max-update") + ["--max-update", str(args.updates), "--log-interval", "10",
-                                                         "--save-interval-updates", "0", "--no-save"]
+                cmd = drop_flag(cmd, "--max-update") + [
+                    "--max-update",
+                    str(args.updates),
+                    "--log-interval",
+                    "10",
+                    "--save-interval-updates",
+                    "0",
+                    "--no-save",
+                ]
                 # as a user types it on any machine: python, paths relative to the checkout, the
                 # throwaway save folder as $TMPDIR
                 commands[m.name] = shell(cmd).replace(tmp, "$TMPDIR")
@@ -108,31 +128,54 @@ def main(argv=None):
     rows = []
     for m in models:
         wps = statistics.median(speeds[m.name])
-        rows.append({"model": m.name, "wps": wps, "rounds": speeds[m.name], "speedup": wps / base,
-                     "layer_ratio": layer_ratio(m.train, mean_len)})
-    meta = {"command": command_line(), "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-        "%Y-%m-%d %H:%M UTC"), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "load_start": load_start, "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
-            "wall_s": time.time() - t0, "updates": args.updates, "rounds": args.rounds, "experiment": str(exp.path)}
-    lines = [f"# End-to-end training speed: {exp.name} (CPU)", "",
-             f"- command: `{meta['command']}`",
-             f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
-             f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
-             f"- each model: the experiment's own fairseq-train flags, {args.updates} updates, fairseq's words/s "
-             f"averaged over the logged intervals after the first; median of {args.rounds} rounds, models "
-             "round-robin; speed-up against the first model", "",
-             f"- layer ratio: `mixer-bench mixers`' encoder speed-up of the model's mixer at the L nearest the "
-             f"training data's mean source length ({mean_len:.1f} tokens)", "",
-             "| model | train words/s | speed-up | per round | layer ratio |",
-             "|---|---:|---:|---|---:|"]
+        rows.append(
+            {
+                "model": m.name,
+                "wps": wps,
+                "rounds": speeds[m.name],
+                "speedup": wps / base,
+                "layer_ratio": layer_ratio(m.train, mean_len),
+            }
+        )
+    meta = {
+        "command": command_line(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_start": load_start,
+        "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
+        "wall_s": time.time() - t0,
+        "updates": args.updates,
+        "rounds": args.rounds,
+        "experiment": str(exp.path),
+    }
+    lines = [
+        f"# End-to-end training speed: {exp.name} (CPU)",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
+        f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
+        f"- each model: the experiment's own fairseq-train flags, {args.updates} updates, fairseq's words/s "
+        f"averaged over the logged intervals after the first; median of {args.rounds} rounds, models "
+        "round-robin; speed-up against the first model",
+        "",
+        f"- layer ratio: `mixer-bench mixers`' encoder speed-up of the model's mixer at the L nearest the "
+        f"training data's mean source length ({mean_len:.1f} tokens)",
+        "",
+        "| model | train words/s | speed-up | per round | layer ratio |",
+        "|---|---:|---:|---|---:|",
+    ]
     for r in rows:
         lr = f"{r['layer_ratio']:.2f}x" if r["layer_ratio"] else ""
-        lines.append(f"| `{r['model']}` | {r['wps']:,.0f} | {r['speedup']:.2f}x | "
-                     f"{', '.join(f'{x:,.0f}' for x in r['rounds'])} | {lr} |")
+        lines.append(
+            f"| `{r['model']}` | {r['wps']:,.0f} | {r['speedup']:.2f}x | "
+            f"{', '.join(f'{x:,.0f}' for x in r['rounds'])} | {lr} |"
+        )
     lines += ["", f"One command in full: `{commands[models[0].name]}`", ""]
     out_md = args.md or str(RESULTS / "bench_train_cpu.md")
-    write_outputs(out_md, args.json or str(Path(out_md).with_suffix(".json")), "\n".join(lines),
-                  {"meta": meta, "rows": rows})
+    write_outputs(
+        out_md, args.json or str(Path(out_md).with_suffix(".json")), "\n".join(lines), {"meta": meta, "rows": rows}
+    )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,17 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..paths import CHECKOUT
-from .prep import (SHARED_DATA, Parallel, PrepError, Workspace, add_subword_args, common_parser, resolve_root,
-                   run_pipeline, write_lines)
+from .prep import (
+    SHARED_DATA,
+    Parallel,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    resolve_root,
+    run_pipeline,
+    write_lines,
+)
 
 BUNDLED = CHECKOUT / "data"  # the corpora that ship with the repository
 
@@ -86,22 +95,29 @@ def shared_corpus_main(recipe, doc, argv, folder, sides, extra_args=None, **spec
     """The Debian corpora: ``{train,valid,test}.<side>`` read from ``--corpus``, raw text,
     one joint sentencepiece unigram model of 8k pieces (the CPU size of this repo)."""
     p = common_parser(recipe, doc)
-    p.add_argument("--corpus", type=Path, default=default_corpus(folder, spec_options.pop("bundled", folder)),
-                   help=f"folder with {{train,valid,test}}.{{{','.join(sides)}}} (plain or .xz) [the shared "
-                   f"data folder's {folder}, else the copy in data/]")
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        default=default_corpus(folder, spec_options.pop("bundled", folder)),
+        help=f"folder with {{train,valid,test}}.{{{','.join(sides)}}} (plain or .xz) [the shared "
+        f"data folder's {folder}, else the copy in data/]",
+    )
     if extra_args:
         extra_args(p)
     add_subword_args(p, kind="spm", vocab=8000, spm_type="unigram")
     args = p.parse_args(argv)
     if not args.corpus.is_dir():
-        p.error(f"--corpus {args.corpus}: no such folder (without the shared data folder beside the checkout, "
-                "only data/debian-en-de is bundled)")
+        p.error(
+            f"--corpus {args.corpus}: no such folder (without the shared data folder beside the checkout, "
+            "only data/debian-en-de is bundled)"
+        )
     src, tgt = spec_options.pop("direction", lambda a: sides)(args)
     ws = Workspace(resolve_root(args, recipe), args, recipe)
     sources = test_sources(args.corpus, src) if not spec_options.get("monolingual") else None
     extra = {"corpus": str(args.corpus), **({"sources": {"test": "raw/test.source"}} if sources else {})}
-    spec = Parallel(src, tgt, {"train": "train", "valid": "valid", "test": "test"}, tokenize="none",
-                    extra=extra, **spec_options)
+    spec = Parallel(
+        src, tgt, {"train": "train", "valid": "valid", "test": "test"}, tokenize="none", extra=extra, **spec_options
+    )
 
     def write_raw(out: Path):
         copy_split_files(args.corpus, out, [f"{s}.{side}" for s in spec.splits for side in sides])

@@ -54,8 +54,10 @@ def main(argv=None):
         raise PrepError(f"{args.prep} does not know split {args.split!r}")
     if sorted(hyps) != list(range(want)):
         missing = sorted(set(range(want)) - set(hyps))
-        raise PrepError(f"{args.log}: {len(hyps)} hypotheses for {want} sentences "
-                        f"(missing ids {missing[:5]}...; use --required-batch-size-multiple 1)")
+        raise PrepError(
+            f"{args.log}: {len(hyps)} hypotheses for {want} sentences "
+            f"(missing ids {missing[:5]}...; use --required-batch-size-multiple 1)"
+        )
     tgt = prep["tgt"]
     model = prep["subword_model"].get(tgt)
     tok = decode_subword([hyps[i] for i in range(want)], prep["subword"], root / model if model else None)

@@ -229,9 +229,7 @@ def fetch(dl: Download, ws: "Workspace") -> Path:
     hint = f" {dl.note}" if dl.note else ""
     if ws.offline or not dl.urls:
         where = " or ".join(dl.urls) or "its source"
-        raise PrepError(
-            f"missing {dl.name}: download it from {where} and pass its folder with --downloads DIR{hint}"
-        )
+        raise PrepError(f"missing {dl.name}: download it from {where} and pass its folder with --downloads DIR{hint}")
     ws.downloads.mkdir(parents=True, exist_ok=True)
     part = path.with_name(path.name + ".part")
     errors = []
@@ -351,7 +349,9 @@ class Workspace:
         t0 = time.time()
         info = fn() or {}
         with atomic_path(marker) as tmp:
-            tmp.write_text(json.dumps({"options": options, "info": info, "seconds": round(time.time() - t0, 1)}, indent=1))
+            tmp.write_text(
+                json.dumps({"options": options, "info": info, "seconds": round(time.time() - t0, 1)}, indent=1)
+            )
         say(f"{name}: done in {time.time() - t0:.0f} s")
         return info
 
@@ -361,29 +361,52 @@ def common_parser(recipe: str, doc: str) -> argparse.ArgumentParser:
         prog=f"mixer-prepare {recipe}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--root", type=Path, help=f"output folder [work/data/{recipe}]")
-    p.add_argument("--downloads", action="append", metavar="DIR",
-                   help="a folder holding files you downloaded already (repeatable); used as they are")
+    p.add_argument(
+        "--downloads",
+        action="append",
+        metavar="DIR",
+        help="a folder holding files you downloaded already (repeatable); used as they are",
+    )
     p.add_argument("--download-dir", help="where fetched files go [ROOT/downloads]")
     p.add_argument("--offline", action="store_true", help="never use the network: every file must be there")
     p.add_argument("--force", action="store_true", help="redo every step (downloads are kept)")
-    p.add_argument("--workers", type=int, default=max(1, min(8, os.cpu_count() or 1)),
-                   help="processes for tokenisation, BPE and fairseq-preprocess")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, min(8, os.cpu_count() or 1)),
+        help="processes for tokenisation, BPE and fairseq-preprocess",
+    )
     p.add_argument("--no-binarize", action="store_true", help="stop after the subword step")
     return p
 
 
 def add_subword_args(p, *, kind: str, vocab: int, joint: bool = True, spm_type: str = "bpe", lowercase=False):
     g = p.add_argument_group("subwords")
-    g.add_argument("--subword", choices=("bpe", "spm"), default=kind,
-                   help="bpe: subword-nmt joint BPE (merge operations = --vocab); spm: sentencepiece")
+    g.add_argument(
+        "--subword",
+        choices=("bpe", "spm"),
+        default=kind,
+        help="bpe: subword-nmt joint BPE (merge operations = --vocab); spm: sentencepiece",
+    )
     g.add_argument("--vocab", type=int, default=vocab, help="BPE merges or sentencepiece vocabulary size")
     g.add_argument("--spm-type", choices=("bpe", "unigram"), default=spm_type, help="sentencepiece model type")
-    g.add_argument("--separate-vocab", action="store_true", default=not joint,
-                   help="one subword model and dictionary per language instead of a joint one")
-    g.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=lowercase,
-                   help="lowercase all text (Edunov et al.'s IWSLT14 setup does)")
-    g.add_argument("--moses-escape", action="store_true",
-                   help="escape & < > ' \" | [ ] as tokenizer.perl does by default (off: plain characters)")
+    g.add_argument(
+        "--separate-vocab",
+        action="store_true",
+        default=not joint,
+        help="one subword model and dictionary per language instead of a joint one",
+    )
+    g.add_argument(
+        "--lowercase",
+        action=argparse.BooleanOptionalAction,
+        default=lowercase,
+        help="lowercase all text (Edunov et al.'s IWSLT14 setup does)",
+    )
+    g.add_argument(
+        "--moses-escape",
+        action="store_true",
+        help="escape & < > ' \" | [ ] as tokenizer.perl does by default (off: plain characters)",
+    )
 
 
 # --------------------------------------------------------- tokenisation (Moses)
@@ -409,8 +432,12 @@ def _tok_chunk(job):
         # normalize-punctuation + remove-non-printing-char (the WMT scripts; not
         # prepare-iwslt14.sh), then tokenizer -a (aggressive hyphen splitting: "a-b" ->
         # "a @-@ b", as the WMT scripts of fairseq/tensor2tensor)
-        text = tok.tokenize(norm.normalize(line) if normalize else line, aggressive_dash_splits=aggressive,
-                            return_str=True, escape=escape)
+        text = tok.tokenize(
+            norm.normalize(line) if normalize else line,
+            aggressive_dash_splits=aggressive,
+            return_str=True,
+            escape=escape,
+        )
         text = " ".join(text.split())
         out.append(text.lower() if lowercase else text)
     return out
@@ -431,10 +458,10 @@ def pool_map(fn, jobs, workers: int):
         return pool.map(fn, jobs)
 
 
-def moses_tokenize(lines: Sequence[str], lang: str, *, lowercase=False, escape=False, aggressive=True,
-                   normalize=True, workers=1) -> List[str]:
-    parts = pool_map(_tok_chunk, [(lang, c, lowercase, escape, aggressive, normalize) for c in _chunks(lines)],
-                     workers)
+def moses_tokenize(
+    lines: Sequence[str], lang: str, *, lowercase=False, escape=False, aggressive=True, normalize=True, workers=1
+) -> List[str]:
+    parts = pool_map(_tok_chunk, [(lang, c, lowercase, escape, aggressive, normalize) for c in _chunks(lines)], workers)
     return [line for part in parts for line in part]
 
 
@@ -518,10 +545,19 @@ def learn_spm(train_files: Sequence[Path], vocab: int, prefix: Path, model_type=
     import sentencepiece as spm
 
     spm.SentencePieceTrainer.train(
-        input=[str(f) for f in train_files], model_prefix=str(prefix), vocab_size=vocab,
-        model_type=model_type, character_coverage=1.0, input_sentence_size=10_000_000,
-        shuffle_input_sentence=True, num_threads=workers, hard_vocab_limit=False,
-        bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0,  # fairseq adds its own specials
+        input=[str(f) for f in train_files],
+        model_prefix=str(prefix),
+        vocab_size=vocab,
+        model_type=model_type,
+        character_coverage=1.0,
+        input_sentence_size=10_000_000,
+        shuffle_input_sentence=True,
+        num_threads=workers,
+        hard_vocab_limit=False,
+        bos_id=-1,
+        eos_id=-1,
+        pad_id=-1,
+        unk_id=0,  # fairseq adds its own specials
         minloglevel=2,
     )
 
@@ -592,15 +628,28 @@ class Pipeline:
     def run(self, write_raw) -> dict:
         ws, spec, args = self.ws, self.spec, self.args
         # the direction too: the same root prepared the other way round reads other files
-        raw_info = ws.run_step("raw", {"splits": spec.splits, "src": spec.src, "tgt": spec.tgt, **spec.extra},
-                               lambda: self.raw(write_raw))
-        tok_opts = {"tokenize": spec.tokenize, "lowercase": args.lowercase, "clean": spec.clean,
-                    "truecase": spec.truecase, "escape": args.moses_escape, "aggressive": spec.aggressive_dash,
-                    "normalize": spec.normalize,
-                    "valid_every": spec.valid_every, "truncate_src": spec.truncate_src}
+        raw_info = ws.run_step(
+            "raw", {"splits": spec.splits, "src": spec.src, "tgt": spec.tgt, **spec.extra}, lambda: self.raw(write_raw)
+        )
+        tok_opts = {
+            "tokenize": spec.tokenize,
+            "lowercase": args.lowercase,
+            "clean": spec.clean,
+            "truecase": spec.truecase,
+            "escape": args.moses_escape,
+            "aggressive": spec.aggressive_dash,
+            "normalize": spec.normalize,
+            "valid_every": spec.valid_every,
+            "truncate_src": spec.truncate_src,
+        }
         tok_info = ws.run_step("tok", tok_opts, self.tok)
-        sub_opts = {"subword": args.subword, "vocab": args.vocab, "joint": not args.separate_vocab,
-                    "spm_type": args.spm_type if args.subword == "spm" else None, "presegmented": spec.presegmented}
+        sub_opts = {
+            "subword": args.subword,
+            "vocab": args.vocab,
+            "joint": not args.separate_vocab,
+            "spm_type": args.spm_type if args.subword == "spm" else None,
+            "presegmented": spec.presegmented,
+        }
         ws.run_step("subword", sub_opts, self.subword)
         if not args.no_binarize:
             binarizer = spec.binarizer or (lambda w, s: binarize(w, s, joint=not args.separate_vocab))
@@ -631,9 +680,15 @@ class Pipeline:
     def tokenize(self, lines: List[str], lang: str) -> List[str]:
         args = self.args
         if self.spec.tokenize == "moses":
-            return moses_tokenize(lines, lang, lowercase=args.lowercase, escape=args.moses_escape,
-                                  aggressive=self.spec.aggressive_dash, normalize=self.spec.normalize,
-                                  workers=args.workers)
+            return moses_tokenize(
+                lines,
+                lang,
+                lowercase=args.lowercase,
+                escape=args.moses_escape,
+                aggressive=self.spec.aggressive_dash,
+                normalize=self.spec.normalize,
+                workers=args.workers,
+            )
         return [(t.lower() if args.lowercase else t) for t in lines]
 
     def split_train(self, out, text, info):
@@ -737,8 +792,9 @@ class Pipeline:
             "tgt": None if spec.monolingual else spec.tgt,
             "splits": spec.splits,
             # train and an Edunov-style valid are counted after cleaning, the rest as read
-            "segments": {k: (tok_info if k in ("train", "valid") and k in tok_info else raw_info).get(k)
-                         for k in spec.splits},
+            "segments": {
+                k: (tok_info if k in ("train", "valid") and k in tok_info else raw_info).get(k) for k in spec.splits
+            },
             "tokenize": spec.tokenize,
             "moses_escape": args.moses_escape,
             "lowercase": args.lowercase,
@@ -746,8 +802,12 @@ class Pipeline:
             "subword": args.subword,
             "subword_model": model,
             "bin": None if args.no_binarize else "bin",
-            "references": {} if spec.monolingual else {
-                s: {"detok": f"ref/{s}.{spec.tgt}", "tok": f"ref/{s}.tok.{spec.tgt}"} for s in spec.splits if s != "train"
+            "references": {}
+            if spec.monolingual
+            else {
+                s: {"detok": f"ref/{s}.{spec.tgt}", "tok": f"ref/{s}.tok.{spec.tgt}"}
+                for s in spec.splits
+                if s != "train"
             },
             **{k: v for k, v in tok_info.items() if k not in spec.splits},
             **spec.extra,
@@ -772,8 +832,16 @@ def binarize(ws: Workspace, spec: Parallel, joint: bool):
     tests = [s for s in spec.splits if s.startswith("test")]
     with atomic_path(ws.dir("bin")) as tmp:
         tmp.mkdir(parents=True)
-        argv = ["--source-lang", spec.src, "--trainpref", str(sub / "train"), "--destdir", str(tmp),
-                "--workers", str(ws.args.workers)]
+        argv = [
+            "--source-lang",
+            spec.src,
+            "--trainpref",
+            str(sub / "train"),
+            "--destdir",
+            str(tmp),
+            "--workers",
+            str(ws.args.workers),
+        ]
         if "valid" in spec.splits:
             argv += ["--validpref", str(sub / "valid")]
         if tests:
@@ -809,6 +877,8 @@ def main_wrapper(recipe: str, fn: Callable[[], None]):
         print(f"mixer-prepare {recipe}: error: {e}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
-        print(f"mixer-prepare {recipe}: interrupted; finished steps are kept, the rest is redone next time",
-              file=sys.stderr)
+        print(
+            f"mixer-prepare {recipe}: interrupted; finished steps are kept, the rest is redone next time",
+            file=sys.stderr,
+        )
         sys.exit(130)

@@ -25,8 +25,10 @@ from .prep import PrepError, main_wrapper
 
 def recipe_modules() -> List[ModuleType]:
     """Every module of ``mixer_plugin.recipes``, by name."""
-    return [importlib.import_module(f"{RECIPES_PACKAGE.__name__}.{info.name}")
-            for info in sorted(pkgutil.iter_modules(RECIPES_PACKAGE.__path__), key=lambda i: i.name)]
+    return [
+        importlib.import_module(f"{RECIPES_PACKAGE.__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(RECIPES_PACKAGE.__path__), key=lambda i: i.name)
+    ]
 
 
 def recipes() -> Dict[str, Tuple[ModuleType, List[str]]]:

@@ -18,7 +18,9 @@ def write_ted(ws, out, archive, src, tgt, test_sets, apostrophe=False):
     archive; ``apostrophe``: the xml sets' ’ as ' (prepare-iwslt14.sh's sed on them)."""
     tgz = fetch(archive, ws)
     pair = "de-en"
-    text = {lang: ted_train_lines(member_lines(tgz, find_member(tgz, f"train.tags.{pair}.{lang}"))) for lang in (src, tgt)}
+    text = {
+        lang: ted_train_lines(member_lines(tgz, find_member(tgz, f"train.tags.{pair}.{lang}"))) for lang in (src, tgt)
+    }
     if len(text[src]) != len(text[tgt]):
         raise PrepError(f"{tgz}: train.tags.{pair} sides have {len(text[src])} and {len(text[tgt])} lines")
     for lang in (src, tgt):

@@ -62,7 +62,8 @@ def test_set(archives: Sequence[Path], name: str, src: str, tgt: str) -> Tuple[L
     (newstest2012-2014 are one set for both directions), else plain ``<name>.<lang>``."""
     candidates = [
         (f"{name}-{code}-{a}.{src}.sgm", f"{name}-{code}-{b}.{tgt}.sgm")
-        for code in (f"{src}{tgt}", f"{tgt}{src}") for a, b in (("src", "ref"), ("ref", "src"))
+        for code in (f"{src}{tgt}", f"{tgt}{src}")
+        for a, b in (("src", "ref"), ("ref", "src"))
     ] + [
         (f"{name}-src.{src}.sgm", f"{name}-ref.{tgt}.sgm"),
         (f"{name}-src.{src}.sgm", f"{name}-src.{tgt}.sgm"),
@@ -82,8 +83,10 @@ def test_set(archives: Sequence[Path], name: str, src: str, tgt: str) -> Tuple[L
                 if len(s) != len(t) or not s:
                     raise PrepError(f"{archive}: {a} and {b} have {len(s)} and {len(t)} segments")
                 return s, t
-    raise PrepError(f"no {name} for {src}-{tgt} in {', '.join(str(a) for a in archives)} "
-                    f"(files named {name}*: {sorted(seen)[:8] or 'none'})")
+    raise PrepError(
+        f"no {name} for {src}-{tgt} in {', '.join(str(a) for a in archives)} "
+        f"(files named {name}*: {sorted(seen)[:8] or 'none'})"
+    )
 
 
 def write_wmt_raw(ws, out, corpora, src, tgt, dev_archives, valid, test_archives, tests) -> dict:
@@ -100,13 +103,18 @@ def write_wmt_raw(ws, out, corpora, src, tgt, dev_archives, valid, test_archives
     write_lines(out / f"train.{tgt}", t)
     dev = [fetch(download(a), ws) for a in dev_archives]
     test = [fetch(download(a), ws) for a in test_archives]
-    info = {"corpora": sizes, "valid_sets": write_sets(out, "valid", {v: test_set(dev, v, src, tgt) for v in valid}, src, tgt)}
+    info = {
+        "corpora": sizes,
+        "valid_sets": write_sets(out, "valid", {v: test_set(dev, v, src, tgt) for v in valid}, src, tgt),
+    }
     for split, name in tests.items():
         info[split] = write_sets(out, split, {name: test_set(test, name, src, tgt)}, src, tgt)
     return info
 
 
-def write_sets(out: Path, split: str, sets: Dict[str, Tuple[List[str], List[str]]], src: str, tgt: str) -> Dict[str, int]:
+def write_sets(
+    out: Path, split: str, sets: Dict[str, Tuple[List[str], List[str]]], src: str, tgt: str
+) -> Dict[str, int]:
     """Concatenate named sets (in order) into ``out/<split>.<lang>``; returns their sizes."""
     s, t = [], []
     sizes = {}

@@ -42,8 +42,10 @@ def last_checkpoints(save_dir: Path, n: int):
             by_epoch.append((int(m.group(1)), p))
     found = sorted(by_update) or sorted(by_epoch)
     if len(found) < n:
-        raise SystemExit(f"mixer-average: error: {save_dir} has {len(found)} numbered checkpoints, "
-                         f"--last {n} needs {n} (train with --save-interval-updates and --keep-interval-updates >= {n})")
+        raise SystemExit(
+            f"mixer-average: error: {save_dir} has {len(found)} numbered checkpoints, "
+            f"--last {n} needs {n} (train with --save-interval-updates and --keep-interval-updates >= {n})"
+        )
     return [p for _, p in found[-n:]]
 
 
@@ -99,8 +101,10 @@ def resume_point(save_dir: Path) -> Optional[str]:
     # the numbered checkpoints, newest first; checkpoint_best.pt (a copy of one of them,
     # maybe an old one) only where none of them loads
     numbered = [p for p in save_dir.glob("checkpoint*.pt") if p.name not in (last.name, "checkpoint_best.pt")]
-    candidates = [*sorted(numbered, key=lambda p: p.stat().st_mtime, reverse=True),
-                  *[p for p in [save_dir / "checkpoint_best.pt"] if p.is_file()]]
+    candidates = [
+        *sorted(numbered, key=lambda p: p.stat().st_mtime, reverse=True),
+        *[p for p in [save_dir / "checkpoint_best.pt"] if p.is_file()],
+    ]
     why = f"checkpoint_last.pt does not load ({error}); kept as {aside[0].name}"
     for p in candidates:
         updates, bad = check(p)

@@ -69,8 +69,7 @@ class Judgement:
     seeds: tuple  # (this row's seeds, the other's)
 
 
-def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: float,
-          floor: float = 0.0) -> Judgement:
+def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: float, floor: float = 0.0) -> Judgement:
     """A claim of a row whose seeds scored ``mine`` against a row whose seeds scored
     ``theirs``: means against means, and the seed spread of whichever row has seeds (a
     one-seed row against the three-seed transformer is judged against the transformer's
@@ -80,5 +79,6 @@ def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: floa
     delta = statistics.mean(mine) - statistics.mean(theirs)
     spreads = [statistics.stdev(s) for s in (mine, theirs) if len(s) > 1]
     least = max([*spreads, floor]) if spreads or floor else None
-    return Judgement(verdict(relation, delta, p, least), delta, p, max(spreads) if spreads else None, floor,
-                     (len(mine), len(theirs)))
+    return Judgement(
+        verdict(relation, delta, p, least), delta, p, max(spreads) if spreads else None, floor, (len(mine), len(theirs))
+    )

@@ -17,15 +17,23 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .. import scoring
-from ..data.prep import atomic_path
+from ..data.prep import atomic_path, data_root
 from ..paths import PROJECT, shown
 from .spec import Experiment, Model
-from ..data.prep import data_root
 from .stages import flag_value, portable_in, prep_manifest, run_dir, shell
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
-PRIMARY = {"bleu": "BLEU", "tok_bleu": "tok. BLEU", "chrf": "chrF", "ter": "TER", "wer": "WER", "rouge1": "R-1",
-           "rouge2": "R-2", "rougeL": "R-L", "accuracy": "accuracy"}
+PRIMARY = {
+    "bleu": "BLEU",
+    "tok_bleu": "tok. BLEU",
+    "chrf": "chrF",
+    "ter": "TER",
+    "wer": "WER",
+    "rouge1": "R-1",
+    "rouge2": "R-2",
+    "rougeL": "R-L",
+    "accuracy": "accuracy",
+}
 _KV = re.compile(r"(\w+)=([-\d.e+]+)")
 
 
@@ -156,10 +164,17 @@ def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path
         scores = {k: v for k, v in json.loads((gen / "score.json").read_text()).items() if k not in ("hyp", "ref")}
         decode = decode_speed(gen / "generate.err")  # fairseq-generate's log
     log = parse_train_log(train_log)
-    return {"experiment": exp.name, "model": m.name, "seed": seed, "params": log["params"],
-            "last_update": log["last_update"],
-            "train": [{k: p[k] for k in TRAIN_KEYS if k in p} for p in log["train"]], "valid": log["valid"],
-            "scores": scores, "decode_speed": decode}
+    return {
+        "experiment": exp.name,
+        "model": m.name,
+        "seed": seed,
+        "params": log["params"],
+        "last_update": log["last_update"],
+        "train": [{k: p[k] for k in TRAIN_KEYS if k in p} for p in log["train"]],
+        "valid": log["valid"],
+        "scores": scores,
+        "decode_speed": decode,
+    }
 
 
 def stage_records(run: Path) -> Dict[str, dict]:
@@ -280,8 +295,11 @@ def own_seeds(base: ModelResult):
     j = first_run(base)
     if j is None:
         return
-    base.extra["own_seeds"] = {run.name: paired_bootstrap(base, base, "bootstrap-vs-first-seed.json", k, j)[0]
-                               for k, run in enumerate(base.runs) if k != j}
+    base.extra["own_seeds"] = {
+        run.name: paired_bootstrap(base, base, "bootstrap-vs-first-seed.json", k, j)[0]
+        for k, run in enumerate(base.runs)
+        if k != j
+    }
 
 
 def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0):
@@ -298,10 +316,16 @@ def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0
     hyp, base, cached = gen / "hyp.txt", other_gen / "hyp.txt", gen / name
     argv = [str(hyp), str(ref), "--metrics", ",".join(metrics), "--baseline", str(base), "--json", str(cached)]
     if not cache_holds(cached, base, [hyp], ",".join(metrics)):
-        lines = [scoring.read_lines(p, what) for p, what in ((hyp, "hypothesis"), (base, "baseline"),
-                                                             (ref, "reference"))]
-        record = {"hyp": shown(hyp), "ref": shown(ref), "metrics": metrics, "baseline": shown(base),
-                  "bootstrap": scoring.bootstrap(*lines, metrics)}
+        lines = [
+            scoring.read_lines(p, what) for p, what in ((hyp, "hypothesis"), (base, "baseline"), (ref, "reference"))
+        ]
+        record = {
+            "hyp": shown(hyp),
+            "ref": shown(ref),
+            "metrics": metrics,
+            "baseline": shown(base),
+            "bootstrap": scoring.bootstrap(*lines, metrics),
+        }
         with atomic_path(cached) as tmp:
             tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return json.loads(cached.read_text()).get("bootstrap", {}), "mixer-score " + shell(argv)
@@ -317,6 +341,8 @@ def cache_holds(cached: Path, baseline: Path, hyps: List[Path], metrics: str) ->
         rec = json.loads(cached.read_text())
     except ValueError:
         return False
-    return (Path(rec.get("baseline", "")).parts[-4:] == baseline.parts[-4:]
-            and rec.get("metrics") == metrics.split(",")
-            and cached.stat().st_mtime >= max(p.stat().st_mtime for p in [baseline, *hyps]))
+    return (
+        Path(rec.get("baseline", "")).parts[-4:] == baseline.parts[-4:]
+        and rec.get("metrics") == metrics.split(",")
+        and cached.stat().st_mtime >= max(p.stat().st_mtime for p in [baseline, *hyps])
+    )

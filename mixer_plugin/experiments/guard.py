@@ -155,7 +155,7 @@ def guard(parent: int, hold: List[int], argv: List[str]) -> int:
 def main(args: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if args is None else args)
     split = args.index("--")
-    parent, opts, argv = int(args[0]), args[1:split], args[split + 1:]
+    parent, opts, argv = int(args[0]), args[1:split], args[split + 1 :]
     hold = [int(v) for flag, v in zip(opts[::2], opts[1::2]) if flag == "--hold"]
     return guard(parent, hold, argv)
 

@@ -114,9 +114,12 @@ class Lock:
             os.close(fd)
             raise
         self.took_over = read_holder(fd)  # left by a holder that did not release: it died
-        record = {"pid": os.getpid(), "host": socket.gethostname(),
-                  "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                  "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))}
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv)),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
         self.fd = fd

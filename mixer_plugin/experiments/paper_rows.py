@@ -58,16 +58,24 @@ class Recipe:
 # 100k updates, beam 4, length penalty 0.6, the last 5 checkpoints averaged; big:
 # 300k updates, dropout 0.3, the last 20 averaged.
 SAVE = "--no-epoch-checkpoints --save-interval-updates 1000"
-WMT_BASE = (f"{ADAM} {inverse_sqrt(7e-4, 4000)} {LS} --dropout 0.1 --weight-decay 0.0 --max-tokens 4096 "
-            f"--update-freq 8 --max-update 100000 {SAVE} --keep-interval-updates 20")
-WMT_BIG = (f"{ADAM} {inverse_sqrt(5e-4, 4000)} {LS} --dropout 0.3 --weight-decay 0.0 --max-tokens 3584 "
-           f"--update-freq 16 --max-update 300000 {SAVE} --keep-interval-updates 25")
+WMT_BASE = (
+    f"{ADAM} {inverse_sqrt(7e-4, 4000)} {LS} --dropout 0.1 --weight-decay 0.0 --max-tokens 4096 "
+    f"--update-freq 8 --max-update 100000 {SAVE} --keep-interval-updates 20"
+)
+WMT_BIG = (
+    f"{ADAM} {inverse_sqrt(5e-4, 4000)} {LS} --dropout 0.3 --weight-decay 0.0 --max-tokens 3584 "
+    f"--update-freq 16 --max-update 300000 {SAVE} --keep-interval-updates 25"
+)
 WMT_GEN = "--beam 4 --lenpen 0.6 --max-len-a 1.2 --max-len-b 10"
 # fairseq's IWSLT14 de-en recipe (examples/translation), the setup of Edunov et al. 2018
-IWSLT_TRAIN = (f"{ADAM} {inverse_sqrt(5e-4, 4000)} {LS} --dropout 0.3 --weight-decay 0.0001 --max-tokens 4096 "
-               f"--max-update 60000 {SAVE} --keep-interval-updates 10")
-IHEAD_TRAIN = (f"{ADAM} {inverse_sqrt(5e-4, 4000)} {LS} --dropout 0.1 --max-tokens 4096 --max-update 60000 {SAVE} "
-               "--keep-interval-updates 10")
+IWSLT_TRAIN = (
+    f"{ADAM} {inverse_sqrt(5e-4, 4000)} {LS} --dropout 0.3 --weight-decay 0.0001 --max-tokens 4096 "
+    f"--max-update 60000 {SAVE} --keep-interval-updates 10"
+)
+IHEAD_TRAIN = (
+    f"{ADAM} {inverse_sqrt(5e-4, 4000)} {LS} --dropout 0.1 --max-tokens 4096 --max-update 60000 {SAVE} "
+    "--keep-interval-updates 10"
+)
 SUM_GEN_GIGA = "--beam 5 --lenpen 1.0 --max-len-b 40 --min-len 3"
 SUM_GEN_CNN = "--beam 4 --lenpen 2.0 --max-len-b 140 --min-len 55 --no-repeat-ngram-size 3"
 
@@ -78,17 +86,40 @@ ROUGE = {"metrics": ["rouge"]}
 SHARE = "--share-all-embeddings"
 
 RECIPES: Dict[str, Recipe] = {
-    "iwslt14_de_en": Recipe("", IWSLT_TRAIN, "--beam 5 --lenpen 1.0", 10, {**BLEU_TOK, "lowercase": True},
-                            note="lowercased, tokenized BLEU (as fairseq-generate reports for this set)"),
+    "iwslt14_de_en": Recipe(
+        "",
+        IWSLT_TRAIN,
+        "--beam 5 --lenpen 1.0",
+        10,
+        {**BLEU_TOK, "lowercase": True},
+        note="lowercased, tokenized BLEU (as fairseq-generate reports for this set)",
+    ),
     "wmt16_en_de": Recipe("", WMT_BASE, WMT_GEN, 5, BLEU_TOK_SPLIT, WMT_BIG),
     "wmt14_en_fr": Recipe("", WMT_BASE, WMT_GEN, 5, BLEU_TOK, WMT_BIG),
-    "iwslt16_de_en": Recipe("", IHEAD_TRAIN, "--beam 4 --lenpen 1.0 --batch-size 8", 1, IHEAD,
-                            note="§4.3 of the interacting-head paper: beam 4, batch 8, length penalty 1 (IWSLT16)"),
-    "gigaword": Recipe("", WMT_BASE, SUM_GEN_GIGA, 5, ROUGE,
-                       note="the paper gives no decoding setting; beam 5 and a 40-token limit are ours"),
-    "cnn_dm": Recipe("--truncate-source --max-source-positions 1024", WMT_BASE, SUM_GEN_CNN, 5, ROUGE,
-                     note="decoding as fairseq's CNN/DM recipes (beam 4, lenpen 2, min 55, trigram block); the paper "
-                          "gives none"),
+    "iwslt16_de_en": Recipe(
+        "",
+        IHEAD_TRAIN,
+        "--beam 4 --lenpen 1.0 --batch-size 8",
+        1,
+        IHEAD,
+        note="§4.3 of the interacting-head paper: beam 4, batch 8, length penalty 1 (IWSLT16)",
+    ),
+    "gigaword": Recipe(
+        "",
+        WMT_BASE,
+        SUM_GEN_GIGA,
+        5,
+        ROUGE,
+        note="the paper gives no decoding setting; beam 5 and a 40-token limit are ours",
+    ),
+    "cnn_dm": Recipe(
+        "--truncate-source --max-source-positions 1024",
+        WMT_BASE,
+        SUM_GEN_CNN,
+        5,
+        ROUGE,
+        note="decoding as fairseq's CNN/DM recipes (beam 4, lenpen 2, min 55, trigram block); the paper gives none",
+    ),
 }
 # WMT17 (hard retrieval paper, Table 5): Transformer Base on the preprocessed WMT17 data,
 # the same setting as its WMT14 En-De runs.
@@ -102,23 +133,30 @@ CPU_DATA = ("debian_en_de",)
 def experiment(arch: str, data: str, paper_row: str) -> dict:
     spec = ARCHITECTURES[arch]
     if data not in RECIPES:
-        raise SystemExit(f"mixer-configs: error: arch {arch} lists dataset {data!r}, which has no recipe in "
-                         f"mixer_plugin/experiments/paper_rows.py RECIPES")
+        raise SystemExit(
+            f"mixer-configs: error: arch {arch} lists dataset {data!r}, which has no recipe in "
+            f"mixer_plugin/experiments/paper_rows.py RECIPES"
+        )
     recipe = RECIPES[data]
     paper = PAPERS[spec.paper]
     own = paper.recipes.get(data, {})  # where the paper ran this dataset its own way
     big = spec.base.endswith("_big") and recipe.big is not None
-    generate = {"subset": "test",
-                "average_last": own.get("average_last", recipe.big_average_last if big else recipe.average_last),
-                "flags": own.get("generate", recipe.generate)}
+    generate = {
+        "subset": "test",
+        "average_last": own.get("average_last", recipe.big_average_last if big else recipe.average_last),
+        "flags": own.get("generate", recipe.generate),
+    }
     score, note, task = dict(own.get("score", recipe.score)), own.get("note", recipe.note), recipe.task
     share = own.get("share", SHARE)  # joint vocabulary, all embeddings shared
     models = {arch: {"arch": arch, "paper": paper_row}}
     for name, (row, overrides) in paper.decodes.get((arch, data), {}).items():
         models[name] = {"decode_of": arch, "overrides": overrides, "paper": row}
-    out = {"name": f"{spec.paper}.{arch}.{data}", "title": f"{paper.authors}, {paper_row}",
-           "description": f"{paper.title} ({paper.cite}); the row's arch on {data}." + (f" {note}." if note else ""),
-           "data": data}
+    out = {
+        "name": f"{spec.paper}.{arch}.{data}",
+        "title": f"{paper.authors}, {paper_row}",
+        "description": f"{paper.title} ({paper.cite}); the row's arch on {data}." + (f" {note}." if note else ""),
+        "data": data,
+    }
     if data in paper.prepare:
         out["prepare"] = paper.prepare[data]
     if task:
@@ -130,21 +168,30 @@ def experiment(arch: str, data: str, paper_row: str) -> dict:
 
 def all_files() -> Dict[Path, str]:
     files = {}
-    rows = [(arch, data, spec.describe()) for arch, spec in ARCHITECTURES.items() if spec.rows
-            for data in spec.data if data not in CPU_DATA]
+    rows = [
+        (arch, data, spec.describe())
+        for arch, spec in ARCHITECTURES.items()
+        if spec.rows
+        for data in spec.data
+        if data not in CPU_DATA
+    ]
     rows += [(arch, data, row) for paper in PAPERS.values() for (arch, data), row in paper.extra_rows.items()]
     for arch, data, row in rows:
         path = CONFIGS / ARCHITECTURES[arch].paper / f"{arch}.{data}.yaml"
         if path in files:
             raise SystemExit(f"mixer-configs: error: two rows give {path}")
-        files[path] = HEADER + yaml.safe_dump(experiment(arch, data, row), sort_keys=False, allow_unicode=True,
-                                              width=110)
+        files[path] = HEADER + yaml.safe_dump(
+            experiment(arch, data, row), sort_keys=False, allow_unicode=True, width=110
+        )
     return files
 
 
 def existing() -> Dict[Path, str]:
-    return {p: p.read_text(encoding="utf-8") for p in CONFIGS.rglob("*.yaml")
-            if p.read_text(encoding="utf-8").startswith(HEADER)}
+    return {
+        p: p.read_text(encoding="utf-8")
+        for p in CONFIGS.rglob("*.yaml")
+        if p.read_text(encoding="utf-8").startswith(HEADER)
+    }
 
 
 def check() -> List[str]:
@@ -183,15 +230,23 @@ def write() -> Dict[Path, str]:
 def index(files: Dict[Path, str]):
     """configs/README.md: every paper row and the file that runs it."""
     rows = [(p, yaml.safe_load(t)) for p, t in files.items()]
-    lines = ["# configs/: one experiment file per paper row", "",
-             "Generated by `mixer-configs` from the architecture tables (`mixer_plugin/models/architectures/`); "
-             "do not edit. Run a row with `mixer-run configs/<paper>/<file>.yaml` (`NGPU=8` for fairseq's DDP).", ""]
+    lines = [
+        "# configs/: one experiment file per paper row",
+        "",
+        "Generated by `mixer-configs` from the architecture tables (`mixer_plugin/models/architectures/`); "
+        "do not edit. Run a row with `mixer-run configs/<paper>/<file>.yaml` (`NGPU=8` for fairseq's DDP).",
+        "",
+    ]
     for paper in sorted({p.parent.name for p, _ in rows}):
         info = PAPERS[paper]
-        lines += [f"## {info.authors}: {info.title} ({info.cite})", "", "| row | --arch | data | file |",
-                  "|---|---|---|---|"]
+        lines += [
+            f"## {info.authors}: {info.title} ({info.cite})",
+            "",
+            "| row | --arch | data | file |",
+            "|---|---|---|---|",
+        ]
         for p, cfg in sorted((r for r in rows if r[0].parent.name == paper), key=lambda r: r[0].name):
-            for name, m in cfg["models"].items():
+            for m in cfg["models"].values():
                 arch = m.get("arch") or f"{m['decode_of']} (decoded)"
                 lines.append(f"| {m['paper']} | `{arch}` | {cfg['data']} | [`{p.name}`]({paper}/{p.name}) |")
         lines.append("")
@@ -199,8 +254,9 @@ def index(files: Dict[Path, str]):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="mixer-configs", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="mixer-configs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when out of sync")
     a = p.parse_args(argv)
     if a.check:

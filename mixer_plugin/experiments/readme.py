@@ -32,8 +32,11 @@ def records(exp: Experiment) -> Dict[str, List[dict]]:
     runs = committed_runs(exp)
     out = {}
     for m in exp.models.values():
-        found = [json.loads(p.read_text(encoding="utf-8")) for seed in m.seeds
-                 if (p := runs / m.name / f"seed{seed}" / RECORD).is_file()]
+        found = [
+            json.loads(p.read_text(encoding="utf-8"))
+            for seed in m.seeds
+            if (p := runs / m.name / f"seed{seed}" / RECORD).is_file()
+        ]
         if found:
             out[m.name] = found
     return out
@@ -50,8 +53,10 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
     """Every row of ``experiments/<name>.yaml`` with a finished run: its seeds and scores
     (``metrics``: record key -> column), and its results file for everything else."""
     exp = load(CHECKOUT / "experiments" / f"{name}.yaml")
-    lines = ["| row | seeds | " + " | ".join(metrics.values()) + " | valid loss |",
-             "|---|---:|" + "---:|" * len(metrics) + "---:|"]
+    lines = [
+        "| row | seeds | " + " | ".join(metrics.values()) + " | valid loss |",
+        "|---|---:|" + "---:|" * len(metrics) + "---:|",
+    ]
     for model, recs in records(exp).items():
         m = exp.models[model]
         what = f"`{model}`" + (f": {m.note}" if m.note else "")
@@ -64,8 +69,10 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
 def quickstart() -> str:
     [record] = records(load(CHECKOUT / "experiments" / "quickstart.yaml"))["multinn"]
     s = record["scores"]
-    return (f"**{s['bleu']:.2f} BLEU / {s['chrf']:.2f} chrF** after {record['last_update']:,} updates "
-            f"([results/quickstart.md](results/quickstart.md), with what it printed)\n")
+    return (
+        f"**{s['bleu']:.2f} BLEU / {s['chrf']:.2f} chrF** after {record['last_update']:,} updates "
+        f"([results/quickstart.md](results/quickstart.md), with what it printed)\n"
+    )
 
 
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -84,8 +91,11 @@ def render(text: str) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mixer_plugin.experiments.readme", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m mixer_plugin.experiments.readme",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--check", action="store_true", help="exit 1 when README.md differs from what it generates")
     p.add_argument("--readme", type=Path, default=README)
     args = p.parse_args(argv)

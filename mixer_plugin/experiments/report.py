@@ -20,14 +20,22 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..data.prep import atomic_path
+from ..data.prep import atomic_path, data_root
 from ..paths import shown
 from . import claims
 from .archive import keep_run_outputs, results_path
-from .collect import (PRIMARY, ModelResult, bench_speeds, collect, first_run, keys, run_bootstraps, seed_stats,
-                      summarizes)
+from .collect import (
+    PRIMARY,
+    ModelResult,
+    bench_speeds,
+    collect,
+    first_run,
+    keys,
+    run_bootstraps,
+    seed_stats,
+    summarizes,
+)
 from .spec import Experiment, paper_figures
-from ..data.prep import data_root
 from .stages import prep_manifest, prepare_stage, run_stages, shell
 
 
@@ -56,13 +64,19 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
         if boot is None or key not in boot:
             cells.append(f"{claim}: waiting for runs")
             continue
-        j = claims.judge(claim.relation, seed_stats(r, key)[2], seed_stats(other, key)[2], boot[key]["p_value"],
-                         r.model.score.noise_floor)
-        cells.append(f"{claim}: **{j.verdict}** ({PRIMARY[key]} {j.delta:+.2f}"
-                     + (f" over {j.seeds[0]} and {j.seeds[1]} seeds, spread {j.spread:.2f}" if j.spread is not None
-                        else "")
-                     + (f", rerun floor {j.floor:.2f}" if j.floor else "")
-                     + f", p {j.p:.3f})")
+        j = claims.judge(
+            claim.relation,
+            seed_stats(r, key)[2],
+            seed_stats(other, key)[2],
+            boot[key]["p_value"],
+            r.model.score.noise_floor,
+        )
+        cells.append(
+            f"{claim}: **{j.verdict}** ({PRIMARY[key]} {j.delta:+.2f}"
+            + (f" over {j.seeds[0]} and {j.seeds[1]} seeds, spread {j.spread:.2f}" if j.spread is not None else "")
+            + (f", rerun floor {j.floor:.2f}" if j.floor else "")
+            + f", p {j.p:.3f})"
+        )
     return "; ".join(cells)
 
 
@@ -124,10 +138,12 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
             if not valid:
                 continue
             several |= i > 0
-            look = dict(marker=marker, ms=3, label=r.model.name) if i == 0 else dict(
-                lw=0.8, alpha=0.6, label=f"_{run.name}")
-            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], color=color,
-                    linestyle=line, **look)
+            look = (
+                dict(marker=marker, ms=3, label=r.model.name)
+                if i == 0
+                else dict(lw=0.8, alpha=0.6, label=f"_{run.name}")
+            )
+            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], color=color, linestyle=line, **look)
     if ax.lines:
         ax.set_xlabel("updates")
         ax.set_ylabel("valid loss (label-smoothed, base 2)")
@@ -143,14 +159,30 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
     # x: the benchmarks' speed-ups where the experiment names them (one idle-machine run for
     # every row), else the runs' own training words/s
     gerund = {"train": "training", "decode": "decoding"}
-    axes = ([(kind, f"{gerund[kind]} speed-up against {speeds[kind]['meta'].get('baseline', first_model(exp))} "
-                    f"(mixer-bench {kind}, one run)") for kind in gerund if kind in speeds]
-            if exp.speed else [(None, "training words/s (same machine, same run)")])
+    axes = (
+        [
+            (
+                kind,
+                f"{gerund[kind]} speed-up against {speeds[kind]['meta'].get('baseline', first_model(exp))} "
+                f"(mixer-bench {kind}, one run)",
+            )
+            for kind in gerund
+            if kind in speeds
+        ]
+        if exp.speed
+        else [(None, "training words/s (same machine, same run)")]
+    )
     panels = []
     for kind, label in axes:
-        pts = [(r, seed_stats(r, main_key),
-                r.wps() if kind is None else speeds[kind]["rows"].get(r.model.name, {}).get("speedup"))
-               for r in results if r.runs]
+        pts = [
+            (
+                r,
+                seed_stats(r, main_key),
+                r.wps() if kind is None else speeds[kind]["rows"].get(r.model.name, {}).get("speedup"),
+            )
+            for r in results
+            if r.runs
+        ]
         panels.append(([(r, st, x) for r, st, x in pts if st is not None and x], label))
     if any(len(pts) > 1 for pts, _ in panels):
         # a few rows are named beside their points; more crowd each other's names (the
@@ -161,8 +193,9 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
         for ax, (pts, label) in zip(axs[0], panels):
             for r, (mean, std, _), x in pts:
                 color, marker, _ = style[r.model.name]
-                ax.errorbar([x], [mean], yerr=[std] if std else None, color=color, fmt=marker, capsize=3,
-                            label=r.model.name)
+                ax.errorbar(
+                    [x], [mean], yerr=[std] if std else None, color=color, fmt=marker, capsize=3, label=r.model.name
+                )
                 if not crowded:
                     ax.annotate(r.model.name, (x, mean), fontsize=7, xytext=(4, 3), textcoords="offset points")
             ax.set_xlabel(label)
@@ -209,9 +242,11 @@ def speed_cells(r: ModelResult, speeds: Dict[str, dict], exp: Experiment) -> Lis
 
 def speed_notes(exp: Experiment, speeds: Dict[str, dict], out: Path) -> List[str]:
     if not exp.speed:
-        return ["- train wps: the median of fairseq's words/s per log interval over every seed's training (a "
-                "validation or a resume makes an interval read low); decode sent/s: fairseq-generate's own timing, "
-                "the mean over seeds; both measured in these runs, so only ratios within the table compare"]
+        return [
+            "- train wps: the median of fairseq's words/s per log interval over every seed's training (a "
+            "validation or a resume makes an interval read low); decode sent/s: fairseq-generate's own timing, "
+            "the mean over seeds; both measured in these runs, so only ratios within the table compare"
+        ]
     notes = []
     for kind in ("train", "decode"):
         if kind not in exp.speed:
@@ -221,21 +256,28 @@ def speed_notes(exp: Experiment, speeds: Dict[str, dict], out: Path) -> List[str
             notes.append(f"- {kind} speed: not benchmarked yet (`{command}` writes `{exp.speed[kind]}`)")
             continue
         meta = speeds[kind]["meta"]
-        what = ("fairseq-train's words/s, the experiment's own flags" if kind == "train" else
-                f"fairseq-generate's sentences/s, {meta.get('sentences', '?')} test sentences a batch, every "
-                f"hypothesis pinned to L = {next(iter(speeds[kind]['rows'].values()))['L']} tokens, beam "
-                f"{next(iter(speeds[kind]['rows'].values()))['beam']}")
+        what = (
+            "fairseq-train's words/s, the experiment's own flags"
+            if kind == "train"
+            else f"fairseq-generate's sentences/s, {meta.get('sentences', '?')} test sentences a batch, every "
+            f"hypothesis pinned to L = {next(iter(speeds[kind]['rows'].values()))['L']} tokens, beam "
+            f"{next(iter(speeds[kind]['rows'].values()))['beam']}"
+        )
         table = Path(speeds[kind]["path"]).with_suffix(".md")
-        notes.append(f"- {'train words/s' if kind == 'train' else 'decode sent/s'}: `{meta['command']}` on "
-                     f"{meta['date']} ([{table.name}]({os.path.relpath(table, out.parent)}), with the machine's "
-                     f"load): every row in one benchmark run ({what}; median of {meta.get('rounds', '?')} rounds, "
-                     "models round-robin), the speed-up against the baseline of that run. Not the campaign's own "
-                     "timings, which depend on the run that shared the machine and on the machine each session had")
+        notes.append(
+            f"- {'train words/s' if kind == 'train' else 'decode sent/s'}: `{meta['command']}` on "
+            f"{meta['date']} ([{table.name}]({os.path.relpath(table, out.parent)}), with the machine's "
+            f"load): every row in one benchmark run ({what}; median of {meta.get('rounds', '?')} rounds, "
+            "models round-robin), the speed-up against the baseline of that run. Not the campaign's own "
+            "timings, which depend on the run that shared the machine and on the machine each session had"
+        )
     return notes
 
 
-SPEED_COMMANDS = {"train": "mixer-bench train {exp} --md {md}",
-                  "decode": "mixer-bench decode <data>/bin --experiment {exp} --lengths L --beams B --md {md}"}
+SPEED_COMMANDS = {
+    "train": "mixer-bench train {exp} --md {md}",
+    "decode": "mixer-bench decode <data>/bin --experiment {exp} --lengths L --beams B --md {md}",
+}
 
 
 def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path]) -> str:
@@ -263,18 +305,31 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         valid = [p for p in r.log["valid"] if "loss" in p]
-        cells = [f"`{r.model.name}`", f"{r.log['params']:,}" if r.log["params"] else "–",
-                 str(r.log["last_update"]) if r.runs else "–", str(len(r.runs)),
-                 f"{valid[-1]['loss']:.3f}" if valid else "–", *[fmt_score(r, k) for k in ks]]
+        cells = [
+            f"`{r.model.name}`",
+            f"{r.log['params']:,}" if r.log["params"] else "–",
+            str(r.log["last_update"]) if r.runs else "–",
+            str(len(r.runs)),
+            f"{valid[-1]['loss']:.3f}" if valid else "–",
+            *[fmt_score(r, k) for k in ks],
+        ]
         if summary:
             cells.append(distinct_cell(r))
         if baselines and exp.kind != "classification":
             boot = r.extra.get("bootstrap", {})
             own = r.model.score.baseline
-            p = ", ".join(f"{PRIMARY.get(k, k)} {v['p_value']:.3f}" for k, v in boot.items()
-                          if k in ("bleu", "rouge1", "rougeL"))
-            cells.append("baseline" if own == r.model.name or (own is None and r.model.name in baselines)
-                         else "–" if not p else p if base else f"{p} vs `{own}`")
+            p = ", ".join(
+                f"{PRIMARY.get(k, k)} {v['p_value']:.3f}" for k, v in boot.items() if k in ("bleu", "rouge1", "rougeL")
+            )
+            cells.append(
+                "baseline"
+                if own == r.model.name or (own is None and r.model.name in baselines)
+                else "–"
+                if not p
+                else p
+                if base
+                else f"{p} vs `{own}`"
+            )
         cells += [*speed_cells(r, speeds, exp), paper_cell(r.model)]
         if with_claims:
             cells.append(claim_cells(r, by_name) if r.runs else "")
@@ -285,20 +340,34 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         md += own_seeds_table(by_name[name])
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
-    notes = ["- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
-             "(1000 samples), each model's first seed against the baseline's"] if baselines else []
+    notes = (
+        [
+            "- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
+            "(1000 samples), each model's first seed against the baseline's"
+        ]
+        if baselines
+        else []
+    )
     if with_claims:
-        notes.append(f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
-                     f"bootstrap's p < {claims.ALPHA} (first seeds) and, where either row has several seeds, the "
-                     "gap between the means (a one-seed row: its score) exceeds the larger seed standard deviation"
-                     + (f"; and always when the gap exceeds the rerun floor, {first.score.noise_floor:g} points (what "
-                        "two runs of one command and seed differed by)" if first.score.noise_floor else "")
-                     + "; > and < are confirmed when significant in the claimed direction, "
-                     "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
-                     f"confirmed when not and within {claims.EQUAL_MARGIN:g} point, else inconclusive")
+        notes.append(
+            f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
+            f"bootstrap's p < {claims.ALPHA} (first seeds) and, where either row has several seeds, the "
+            "gap between the means (a one-seed row: its score) exceeds the larger seed standard deviation"
+            + (
+                f"; and always when the gap exceeds the rerun floor, {first.score.noise_floor:g} points (what "
+                "two runs of one command and seed differed by)"
+                if first.score.noise_floor
+                else ""
+            )
+            + "; > and < are confirmed when significant in the claimed direction, "
+            "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
+            f"confirmed when not and within {claims.EQUAL_MARGIN:g} point, else inconclusive"
+        )
     if summary:
-        notes.append("- distinct outputs: how many of the first seed's summaries differ from one another; a model "
-                     "that has not learned to read its source writes the same few for every input")
+        notes.append(
+            "- distinct outputs: how many of the first seed's summaries differ from one another; a model "
+            "that has not learned to read its source writes the same few for every input"
+        )
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
     notes += speed_notes(exp, speeds, out)
@@ -306,9 +375,12 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     if plots:
         md += ["## Plots", ""] + [f"![{p.stem}]({p.relative_to(out.parent)})" for p in plots] + [""]
     md += commands(exp, results)
-    md += ["", f"{STAMP}{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
-           f"each run's record (scores, curves, speeds, commands) and hypotheses: "
-           f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)"]
+    md += [
+        "",
+        f"{STAMP}{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
+        f"each run's record (scores, curves, speeds, commands) and hypotheses: "
+        f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)",
+    ]
     return "\n".join(md) + "\n"
 
 
@@ -322,17 +394,23 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
     key = claim_metric(base_r.model)
     name = PRIMARY[key]
     base_score = seed_scores(base_r, key)
-    lines = [f"Seed by seed against `{base_r.model.name}` (each seed's paired bootstrap against the "
-             f"baseline's run of the same seed; the claims above use the first seeds, the rule fixed "
-             "before the runs):", "",
-             f"| model | seed | {name} | `{base_r.model.name}` | Δ | p |", "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        f"Seed by seed against `{base_r.model.name}` (each seed's paired bootstrap against the "
+        f"baseline's run of the same seed; the claims above use the first seeds, the rule fixed "
+        "before the runs):",
+        "",
+        f"| model | seed | {name} | `{base_r.model.name}` | Δ | p |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
         score = seed_scores(r, key)
         for seed, boot in r.extra["seed_pairs"].items():
             if seed not in base_score:  # a row whose first seed the baseline does not have
                 continue
-            lines.append(f"| `{r.model.name}` | {seed.removeprefix('seed')} | "
-                         + gap_cells(score[seed], base_score[seed], boot, key))
+            lines.append(
+                f"| `{r.model.name}` | {seed.removeprefix('seed')} | "
+                + gap_cells(score[seed], base_score[seed], boot, key)
+            )
     return lines + [""]
 
 
@@ -356,11 +434,17 @@ def own_seeds_table(base_r: ModelResult) -> List[str]:
     key = claim_metric(base_r.model)
     score = seed_scores(base_r, key)
     first = base_r.runs[first_run(base_r)].name
-    lines = [f"`{base_r.model.name}` against its own first seed (one recipe, another seed: the gap a "
-             "paired bootstrap finds between runs that differ only in their seed):", "",
-             f"| seed | {PRIMARY[key]} | seed {first.removeprefix('seed')} | Δ | p |", "|---|---:|---:|---:|---:|"]
-    lines += [f"| {seed.removeprefix('seed')} | " + gap_cells(score[seed], score[first], boot, key)
-              for seed, boot in pairs.items()]
+    lines = [
+        f"`{base_r.model.name}` against its own first seed (one recipe, another seed: the gap a "
+        "paired bootstrap finds between runs that differ only in their seed):",
+        "",
+        f"| seed | {PRIMARY[key]} | seed {first.removeprefix('seed')} | Δ | p |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {seed.removeprefix('seed')} | " + gap_cells(score[seed], score[first], boot, key)
+        for seed, boot in pairs.items()
+    ]
     return lines + [""]
 
 
@@ -372,20 +456,31 @@ def by_source_table(results: List[ModelResult]) -> List[str]:
     if not sources:
         return []
     counts = next(sc["by_source"] for sc in firsts.values() if sc.get("by_source"))
-    lines = ["Test BLEU per source (first seed; lines per source in the header):", "",
-             "| model | " + " | ".join(f"{s} ({counts[s]['lines']})" for s in sources) + " |",
-             "|---|" + "---:|" * len(sources)]
+    lines = [
+        "Test BLEU per source (first seed; lines per source in the header):",
+        "",
+        "| model | " + " | ".join(f"{s} ({counts[s]['lines']})" for s in sources) + " |",
+        "|---|" + "---:|" * len(sources),
+    ]
     for r in results:
         bs = firsts.get(id(r), {}).get("by_source", {})
-        lines.append(f"| `{r.model.name}` | " + " | ".join(
-            f"{bs[s]['bleu']:.2f}" if s in bs and "bleu" in bs[s] else "–" for s in sources) + " |")
+        lines.append(
+            f"| `{r.model.name}` | "
+            + " | ".join(f"{bs[s]['bleu']:.2f}" if s in bs and "bleu" in bs[s] else "–" for s in sources)
+            + " |"
+        )
     return lines + [""]
 
 
 def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
     """The stock commands of the first seed of every model, as they ran."""
-    md = ["## Commands", "", f"Everything above: `mixer-run {shown(exp.path)}` (each stage below is one of its "
-                             "commands; any of them can be run by hand).", ""]
+    md = [
+        "## Commands",
+        "",
+        f"Everything above: `mixer-run {shown(exp.path)}` (each stage below is one of its "
+        "commands; any of them can be run by hand).",
+        "",
+    ]
     shown_data = set()
     for r in results:
         m = r.model

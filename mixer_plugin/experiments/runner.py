@@ -49,11 +49,22 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..data.prep import atomic_path, sweep_leftovers
 from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, guard, report
+from .collect import RECORD
 from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
-from .collect import RECORD
-from .stages import (Stage, StageError, execute, flag_value, ngpu, precision, portable_in, prepare_stage, run_dir,
-                     run_stages, shell)
+from .stages import (
+    Stage,
+    StageError,
+    execute,
+    flag_value,
+    ngpu,
+    portable_in,
+    precision,
+    prepare_stage,
+    run_dir,
+    run_stages,
+    shell,
+)
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
 STOPPING = False  # a SIGINT, SIGTERM or SIGHUP of the runner is stopping it (``stop``)
@@ -84,8 +95,11 @@ class Progress:
             left = sum(known.get(name, 0.0) for name in pending) / max(1, jobs)
             unknown = sorted({name for name in pending if name not in known})
             eta = f"ETA {fmt(left)}" + (f" + {', '.join(unknown)} not yet timed" if unknown else "")
-            print(f"{self.clock()} {label} {stage.name}: done in {fmt(seconds)} "
-                  f"({self.finished}/{self.total} stages; {eta})", flush=True)
+            print(
+                f"{self.clock()} {label} {stage.name}: done in {fmt(seconds)} "
+                f"({self.finished}/{self.total} stages; {eta})",
+                flush=True,
+            )
 
 
 def fmt(seconds: float) -> str:
@@ -132,8 +146,16 @@ def fit_cores(jobs: Optional[int], threads: Optional[int], runs: int, cores: int
 
 
 class Runner:
-    def __init__(self, exp: Experiment, jobs: Optional[int] = None, threads: Optional[int] = None, only=None,
-                 seeds=None, dry_run=False, commit=False):
+    def __init__(
+        self,
+        exp: Experiment,
+        jobs: Optional[int] = None,
+        threads: Optional[int] = None,
+        only=None,
+        seeds=None,
+        dry_run=False,
+        commit=False,
+    ):
         """``jobs``/``threads``: runs at a time and threads each; None: fitted to the machine."""
         self.exp = exp
         self.dry_run, self.commit = dry_run, commit
@@ -221,8 +243,10 @@ class Runner:
             chains = self.chains()
             restored = self.restore(chains)
             for stage in self.prepared.values():
-                print(f"# {stage.name} ({'done' if stage.done() else 'to run'})\n"
-                      + "\n".join(shell(argv) for argv in stage.commands))
+                print(
+                    f"# {stage.name} ({'done' if stage.done() else 'to run'})\n"
+                    + "\n".join(shell(argv) for argv in stage.commands)
+                )
             for label, chain in chains:
                 for stage in chain:
                     state = "restorable" if label in restored else "done" if stage.done() else "to run"
@@ -231,15 +255,21 @@ class Runner:
             return True
         cores = self.jobs * self.threads
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
-        self.progress.say(f"{exp.name}: {len(self.models)} models; {self.jobs} runs at a time x {self.threads} "
-                          f"threads = {cores} cores" + (" (fitted to this machine)" if self.fitted else ""))
+        self.progress.say(
+            f"{exp.name}: {len(self.models)} models; {self.jobs} runs at a time x {self.threads} "
+            f"threads = {cores} cores" + (" (fitted to this machine)" if self.fitted else "")
+        )
         if outside_checkout():
-            self.progress.say(f"writing under {PROJECT}: runs and data in {shown(WORK)}/, "
-                              f"results in {shown(archive.results_path(exp))}")
+            self.progress.say(
+                f"writing under {PROJECT}: runs and data in {shown(WORK)}/, "
+                f"results in {shown(archive.results_path(exp))}"
+            )
         results = archive.results_path(exp)
         if self.commit and git_repo(results) is None:
-            self.progress.say(f"--commit: {shown(results)} is outside any git repository, or ignored in its own: "
-                              f"nothing will be committed")
+            self.progress.say(
+                f"--commit: {shown(results)} is outside any git repository, or ignored in its own: "
+                f"nothing will be committed"
+            )
         for stage in self.prepared.values():  # every dataset first, each once
             if not self.prepare(stage):
                 return False
@@ -250,8 +280,9 @@ class Runner:
         chains = [(label, c) for label, c in chains if label not in restored]
         todo = sum(not s.done() for _, c in chains for s in c)
         self.progress.total += todo
-        self.progress.say(f"{len(chains)} runs, {todo} stages to run "
-                          f"({sum(len(c) for _, c in chains) - todo} done before)")
+        self.progress.say(
+            f"{len(chains)} runs, {todo} stages to run ({sum(len(c) for _, c in chains) - todo} done before)"
+        )
         ok = True
         events = {id(s): threading.Event() for _, c in chains for s in c}
         skipped: List[str] = []
@@ -263,7 +294,7 @@ class Runner:
                 for dep in stage.after:  # a decode waits for the training it decodes
                     if id(dep) in events and dep not in chain:
                         events[id(dep)].wait()
-                if not ok or not self.step(label, stage, [s.name for s in chain[i + 1:]], hold):
+                if not ok or not self.step(label, stage, [s.name for s in chain[i + 1 :]], hold):
                     ok = False
                     for s in chain[i:]:
                         events[id(s)].set()
@@ -313,8 +344,10 @@ class Runner:
             list(pool.map(run_job, jobs))
         self.write_results(commit=f"{exp.name}: results" if self.commit and ok else None)
         if skipped:
-            self.progress.say(f"skipped, held by another runner: {', '.join(skipped)} (rerun the same command "
-                              f"once it is done to see {'them' if len(skipped) > 1 else 'it'} in the results)")
+            self.progress.say(
+                f"skipped, held by another runner: {', '.join(skipped)} (rerun the same command "
+                f"once it is done to see {'them' if len(skipped) > 1 else 'it'} in the results)"
+            )
         return ok
 
     def lock_job(self, job: List[Tuple[str, List[Stage]]]) -> Optional[List[Lock]]:
@@ -341,8 +374,9 @@ class Runner:
         """One line where a lock's last holder died holding it (its record is still there)."""
         h = lock.took_over
         if h is not None:
-            state = {False: "it is gone", None: "on another host, it ended or lost its lock"}.get(h.alive(),
-                                                                                                 "its pid is reused")
+            state = {False: "it is gone", None: "on another host, it ended or lost its lock"}.get(
+                h.alive(), "its pid is reused"
+            )
             self.progress.say(f"{what}: taking over the lock of {h} ({state})")
 
     def prepare(self, stage: Stage) -> bool:
@@ -386,8 +420,9 @@ class Runner:
             watcher = threading.Thread(target=beat, daemon=True)
             watcher.start()
         try:
-            seconds = execute(stage, self.threads, hold,
-                              say=lambda note: self.progress.say(f"{label} {stage.name}: {note}"))
+            seconds = execute(
+                stage, self.threads, hold, say=lambda note: self.progress.say(f"{label} {stage.name}: {note}")
+            )
         except StageError as e:
             if not STOPPING:  # (stopped by a signal: the handler says so)
                 self.progress.say(f"{label} error: {e}")
@@ -461,8 +496,9 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     stages = restored_stages if restored_stages is not None and not stale else committed_stages
     if stages is None:
         return False
-    if any(s.name not in stages or stages[s.name]["commands"] != [portable_in(run, a) for a in s.commands]
-           for s in chain):
+    if any(
+        s.name not in stages or stages[s.name]["commands"] != [portable_in(run, a) for a in s.commands] for s in chain
+    ):
         return False
     if (run.exists() and not stale) or not copy:
         return True
@@ -497,24 +533,37 @@ def stop(signum, frame):
     os.write(2, f"mixer-run: {name}: stopping the running stages\n".encode())
     left = guard.stop_all()
     release_all()
-    os.write(2, (f"mixer-run: stopped by {name}" + (f"; processes {left} did not end" if left else "")
-                 + " (rerun the same command to continue)\n").encode())
+    os.write(
+        2,
+        (
+            f"mixer-run: stopped by {name}"
+            + (f"; processes {left} did not end" if left else "")
+            + " (rerun the same command to continue)\n"
+        ).encode(),
+    )
     os._exit(128 + signum)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="mixer-run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="mixer-run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("experiment", help="an experiment file (experiments/*.yaml, configs/<paper>/*.yaml)")
     p.add_argument("--jobs", type=int, help="runs at a time [the file's jobs, else fitted to the machine's cores]")
-    p.add_argument("--threads", type=int,
-                   help="threads per run [the file's threads, else the machine's cores shared among the runs]")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="threads per run [the file's threads, else the machine's cores shared among the runs]",
+    )
     p.add_argument("--only", help="comma-separated models of the file to run")
     p.add_argument("--seeds", help="comma-separated seeds to run (of those the file lists)")
     p.add_argument("--results-only", action="store_true", help="only rebuild the results from the run folders")
     p.add_argument("--dry-run", action="store_true", help="print every command and whether it is done")
-    p.add_argument("--commit", action="store_true",
-                   help="git-commit the results file and each run's small outputs as each run finishes")
+    p.add_argument(
+        "--commit",
+        action="store_true",
+        help="git-commit the results file and each run's small outputs as each run finishes",
+    )
     args = p.parse_args(argv)
     try:
         exp = load(args.experiment)
@@ -531,9 +580,15 @@ def main(argv=None):
             if not set(seeds) & listed:
                 raise ExperimentError(f"--seeds {args.seeds}: the file lists seeds {sorted(listed)}")
         precision(), ngpu()  # PRECISION= and NGPU= checked before anything runs
-        runner = Runner(exp, args.jobs or exp.jobs, args.threads or exp.threads,
-                        only=args.only.split(",") if args.only else None, seeds=seeds, dry_run=args.dry_run,
-                        commit=args.commit)
+        runner = Runner(
+            exp,
+            args.jobs or exp.jobs,
+            args.threads or exp.threads,
+            only=args.only.split(",") if args.only else None,
+            seeds=seeds,
+            dry_run=args.dry_run,
+            commit=args.commit,
+        )
     except (ExperimentError, ValueError) as e:
         print(f"mixer-run: error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -544,8 +599,11 @@ def main(argv=None):
         sys.exit(0 if runner.results_only() else 1)
     ok = runner.run()
     if not ok:
-        print(f"mixer-run: {exp.name} stopped at a failed stage; finished stages are kept "
-              f"(rerun the same command to continue)", file=sys.stderr)
+        print(
+            f"mixer-run: {exp.name} stopped at a failed stage; finished stages are kept "
+            f"(rerun the same command to continue)",
+            file=sys.stderr,
+        )
         sys.exit(1)
     if exp.samples and not args.dry_run:
         report.print_samples(exp, exp.samples)

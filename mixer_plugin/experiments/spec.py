@@ -172,11 +172,41 @@ def _seeds(value, where) -> List[int]:
     return seeds
 
 
-TOP = {"name", "title", "description", "kind", "data", "prepare", "task", "train", "generate", "score", "seeds",
-       "models", "results", "jobs", "threads", "samples", "speed"}
+TOP = {
+    "name",
+    "title",
+    "description",
+    "kind",
+    "data",
+    "prepare",
+    "task",
+    "train",
+    "generate",
+    "score",
+    "seeds",
+    "models",
+    "results",
+    "jobs",
+    "threads",
+    "samples",
+    "speed",
+}
 SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
-MODEL = {"arch", "train", "seeds", "data", "prepare", "generate", "score", "decode_of", "overrides", "paper",
-         "paper_rows", "note", "claims"}
+MODEL = {
+    "arch",
+    "train",
+    "seeds",
+    "data",
+    "prepare",
+    "generate",
+    "score",
+    "decode_of",
+    "overrides",
+    "paper",
+    "paper_rows",
+    "note",
+    "claims",
+}
 _CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
 
 
@@ -208,8 +238,15 @@ def paper_figures(ref: str) -> List[str]:
     spec = ARCHITECTURES[arch]
     if data:  # a row beside the paper's table: on another dataset, or decoding another row's checkpoints
         paper = PAPERS.get(spec.paper)
-        rows = ([paper.extra_rows[(arch, data)]] if (arch, data) in paper.extra_rows else
-                [row for row, _ in paper.decodes.get((arch, data), {}).values()]) if paper else []
+        rows = (
+            (
+                [paper.extra_rows[(arch, data)]]
+                if (arch, data) in paper.extra_rows
+                else [row for row, _ in paper.decodes.get((arch, data), {}).values()]
+            )
+            if paper
+            else []
+        )
         if not rows:
             raise ValueError(f"{arch} has no paper row on {data!r}")
         return rows
@@ -260,20 +297,24 @@ def load(path) -> Experiment:
         m = m or {}
         _check_keys(m, MODEL, where(w))
         if ("arch" in m) == ("decode_of" in m):
-            raise ExperimentError(where(w) + ": give either arch (a model to train) or decode_of (another model's "
-                                  "checkpoints)")
+            raise ExperimentError(
+                where(w) + ": give either arch (a model to train) or decode_of (another model's checkpoints)"
+            )
         if "overrides" in m and not isinstance(m["overrides"], dict):
             raise ExperimentError(where(w + ".overrides") + ": expected a mapping of model options")
         models[name] = Model(
-            name=name, arch=m.get("arch"),
+            name=name,
+            arch=m.get("arch"),
             train=flag_list(m.get("train"), where(w + ".train")),
             seeds=_seeds(m["seeds"], where(w + ".seeds")) if "seeds" in m else seeds,
             data=m.get("data", raw["data"]),
             prepare=flag_list(m.get("prepare", raw.get("prepare")), where(w + ".prepare")),
             generate=_sub(Generate, m.get("generate"), generate, where(w + ".generate")),
             score=_sub(Score, m.get("score"), score, where(w + ".score")),
-            decode_of=m.get("decode_of"), overrides=m.get("overrides", {}),
-            paper=str(m.get("paper", "")), paper_rows=_paper_rows(m.get("paper_rows", []), where(w + ".paper_rows")),
+            decode_of=m.get("decode_of"),
+            overrides=m.get("overrides", {}),
+            paper=str(m.get("paper", "")),
+            paper_rows=_paper_rows(m.get("paper_rows", []), where(w + ".paper_rows")),
             note=str(m.get("note", "")),
             claims=_claims(m.get("claims", []), where(w + ".claims")),
         )
@@ -281,18 +322,24 @@ def load(path) -> Experiment:
         if m.decode_of is not None:
             src = models.get(m.decode_of)
             if src is None or src.decode_of is not None:
-                raise ExperimentError(where(f"models.{name}.decode_of") + f": {m.decode_of!r} is not a trained model "
-                                      "of this file")
+                raise ExperimentError(
+                    where(f"models.{name}.decode_of") + f": {m.decode_of!r} is not a trained model of this file"
+                )
             if not set(m.seeds) <= set(src.seeds):
-                raise ExperimentError(where(f"models.{name}.seeds") + f": {m.decode_of} has no seed "
-                                      f"{sorted(set(m.seeds) - set(src.seeds))[0]}")
+                raise ExperimentError(
+                    where(f"models.{name}.seeds") + f": {m.decode_of} has no seed "
+                    f"{sorted(set(m.seeds) - set(src.seeds))[0]}"
+                )
         for c in m.claims:
             if c.other not in models or c.other == name:
-                raise ExperimentError(where(f"models.{name}.claims") + f": {c.other!r} is not another model of "
-                                      "this file")
+                raise ExperimentError(
+                    where(f"models.{name}.claims") + f": {c.other!r} is not another model of this file"
+                )
             if kind == "classification":
-                raise ExperimentError(where(f"models.{name}.claims") + ": claims are judged by paired bootstrap, "
-                                      "which classification experiments do not run")
+                raise ExperimentError(
+                    where(f"models.{name}.claims") + ": claims are judged by paired bootstrap, "
+                    "which classification experiments do not run"
+                )
         if m.score.baseline is not None and m.score.baseline not in models:
             raise ExperimentError(where("score.baseline") + f": {m.score.baseline!r} is not a model of this file")
     for key in ("jobs", "threads", "samples"):
@@ -305,10 +352,17 @@ def load(path) -> Experiment:
             raise ExperimentError(where(f"speed.{key}") + f": expected the path of a {SPEED[key]} JSON file")
     results = raw.get("results")
     return Experiment(
-        name=str(raw["name"]), path=path, title=str(raw.get("title", raw["name"])),
-        description=str(raw.get("description", "")).strip(), kind=kind,
-        task=flag_list(raw.get("task"), where("task")), train=flag_list(raw.get("train"), where("train")),
+        name=str(raw["name"]),
+        path=path,
+        title=str(raw.get("title", raw["name"])),
+        description=str(raw.get("description", "")).strip(),
+        kind=kind,
+        task=flag_list(raw.get("task"), where("task")),
+        train=flag_list(raw.get("train"), where("train")),
         models=models,
-        results=Path(results) if results else None, jobs=raw.get("jobs"), threads=raw.get("threads"),
-        samples=raw.get("samples", 0), speed={k: Path(v) for k, v in speed.items()},
+        results=Path(results) if results else None,
+        jobs=raw.get("jobs"),
+        threads=raw.get("threads"),
+        samples=raw.get("samples", 0),
+        speed={k: Path(v) for k, v in speed.items()},
     )

@@ -41,7 +41,6 @@ from .checkpoints import resume_point
 from .spec import Experiment, Model
 
 
-
 class StageError(RuntimeError):
     """A stage's command failed: one line naming the stage, the command and its log."""
 
@@ -60,8 +59,9 @@ class Stage:
     def inputs(self) -> str:
         """What the stage was given: its commands (without ``--max-update`` for training,
         which may grow) and the stamps of what it depends on."""
-        parts = [json.dumps(self.commands if self.name != "train" else [drop_flag(c, "--max-update")
-                                                                       for c in self.commands])]
+        parts = [
+            json.dumps(self.commands if self.name != "train" else [drop_flag(c, "--max-update") for c in self.commands])
+        ]
         parts += [s.stamp.read_text() if s.stamp and s.stamp.is_file() else "" for s in self.after]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -72,8 +72,12 @@ class Stage:
 
     def done(self) -> bool:
         rec = self.record()
-        return bool(rec) and rec["inputs"] == self.inputs() and rec["commands"] == self.commands and all(
-            p.exists() for p in self.outputs)
+        return (
+            bool(rec)
+            and rec["inputs"] == self.inputs()
+            and rec["commands"] == self.commands
+            and all(p.exists() for p in self.outputs)
+        )
 
 
 def drop_flag(argv: List[str], flag: str) -> List[str]:
@@ -97,7 +101,7 @@ def flag_value(argv: List[str], flag: str) -> Optional[str]:
         if a == flag and b is not None:
             value = b
         elif a is not None and a.startswith(flag + "="):
-            value = a[len(flag) + 1:]
+            value = a[len(flag) + 1 :]
     return value
 
 
@@ -109,9 +113,9 @@ def portable(argv: List[str], checkout: str, work: str) -> List[str]:
         if i == 0:  # wherever the interpreter lives, a virtualenv inside the checkout too
             a = re.sub(r"^python[\d.]*$", "python", Path(a).name)
         elif a.startswith(work + "/"):
-            a = "<work>/" + a[len(work) + 1:]
+            a = "<work>/" + a[len(work) + 1 :]
         elif a.startswith(checkout + "/"):
-            a = "<checkout>/" + a[len(checkout) + 1:]
+            a = "<checkout>/" + a[len(checkout) + 1 :]
         out.append(a)
     return out
 
@@ -125,8 +129,7 @@ def portable_in(run: Path, argv: List[str]) -> List[str]:
 def shell(argv: List[str]) -> str:
     """A command as a user types it: this interpreter as ``python``, paths inside the
     checkout relative to it."""
-    return shlex.join("python" if str(a) == PYTHON else shown(a) if os.path.isabs(str(a)) else str(a)
-                      for a in argv)
+    return shlex.join("python" if str(a) == PYTHON else shown(a) if os.path.isabs(str(a)) else str(a) for a in argv)
 
 
 # --------------------------------------------------------------------- layout
@@ -168,8 +171,11 @@ def ngpu() -> int:
 # faults and kernel time for the CPU-size transformer, 1.05-1.18x its training speed,
 # and 1.4x multiNN's (results/bench/bench_allocator_cpu.md).  Set in the environment of every
 # command the runner starts; a value the user exported wins.
-ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
-                 "MALLOC_TOP_PAD_": str(256 << 20)}
+ALLOCATOR_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
+    "MALLOC_TOP_PAD_": str(256 << 20),
+}
 
 
 def command_env(threads: Optional[int] = None, **extra: str) -> Dict[str, str]:
@@ -204,13 +210,32 @@ def task_flags(exp: Experiment, prep: dict) -> List[str]:
     if exp.kind == "classification":
         return ["--user-dir", str(PLUGIN), "--task", "sentence_prediction", *exp.task]
     # before the data is prepared (a dry run) the languages are not known yet
-    return ["--user-dir", str(PLUGIN), "--task", "translation", "--source-lang", prep.get("src", "SRC"),
-            "--target-lang", prep.get("tgt", "TGT"), *exp.task]
+    return [
+        "--user-dir",
+        str(PLUGIN),
+        "--task",
+        "translation",
+        "--source-lang",
+        prep.get("src", "SRC"),
+        "--target-lang",
+        prep.get("tgt", "TGT"),
+        *exp.task,
+    ]
 
 
 def train_command(exp: Experiment, model: Model, seed: int, root: Path, save: Path) -> List[str]:
-    flags = [*task_flags(exp, prep_manifest(root)), *exp.train, "--arch", model.arch, *model.train,
-             "--seed", str(seed), "--save-dir", str(save), *precision()]
+    flags = [
+        *task_flags(exp, prep_manifest(root)),
+        *exp.train,
+        "--arch",
+        model.arch,
+        *model.train,
+        "--seed",
+        str(seed),
+        "--save-dir",
+        str(save),
+        *precision(),
+    ]
     gpus = ngpu()
     if gpus == 0 and "--cpu" not in flags:
         flags.append("--cpu")
@@ -218,8 +243,15 @@ def train_command(exp: Experiment, model: Model, seed: int, root: Path, save: Pa
         # fairseq's own DDP; --update-freq divided so the tokens per update stay the same
         update_freq = int(flag_value(flags, "--update-freq") or 1)
         flags += ["--update-freq", str(max(1, update_freq // gpus))]
-        return ["torchrun", "--standalone", "--nproc_per_node", str(gpus), shutil.which("fairseq-train") or
-                "fairseq-train", str(root / "bin"), *flags]
+        return [
+            "torchrun",
+            "--standalone",
+            "--nproc_per_node",
+            str(gpus),
+            shutil.which("fairseq-train") or "fairseq-train",
+            str(root / "bin"),
+            *flags,
+        ]
     return [*fairseq("train"), str(root / "bin"), *flags]
 
 
@@ -235,16 +267,53 @@ def decode_commands(exp: Experiment, model: Model, root: Path, save: Path, out: 
     overrides = ["--model-overrides", repr(model.overrides)] if model.overrides else []
     cpu = ["--cpu"] if ngpu() == 0 else precision()
     if exp.kind == "classification":
-        return [[*fairseq("validate"), str(root / "bin"), *task_flags(exp, prep), "--path", str(checkpoint(model, save)),
-                 "--valid-subset", subset, *model.generate.flags, *overrides, *cpu]]
+        return [
+            [
+                *fairseq("validate"),
+                str(root / "bin"),
+                *task_flags(exp, prep),
+                "--path",
+                str(checkpoint(model, save)),
+                "--valid-subset",
+                subset,
+                *model.generate.flags,
+                *overrides,
+                *cpu,
+            ]
+        ]
     return [
         # --required-batch-size-multiple 1: with fairseq's default 8 the last batch of a
         # subset whose size is not a multiple of 8 is dropped (facebookresearch/fairseq#5036)
-        [*fairseq("generate"), str(root / "bin"), *task_flags(exp, prep), "--path", str(checkpoint(model, save)),
-         "--gen-subset", subset, "--nbest", "1", "--required-batch-size-multiple", "1", *model.generate.flags,
-         *overrides, *cpu, "--results-path", str(out)],
-        [PYTHON, "-m", "mixer_plugin.data.postprocess", str(out / f"generate-{subset}.txt"),
-         "--prep", str(root / "prep.json"), "--split", subset, "--out-dir", str(out)],
+        [
+            *fairseq("generate"),
+            str(root / "bin"),
+            *task_flags(exp, prep),
+            "--path",
+            str(checkpoint(model, save)),
+            "--gen-subset",
+            subset,
+            "--nbest",
+            "1",
+            "--required-batch-size-multiple",
+            "1",
+            *model.generate.flags,
+            *overrides,
+            *cpu,
+            "--results-path",
+            str(out),
+        ],
+        [
+            PYTHON,
+            "-m",
+            "mixer_plugin.data.postprocess",
+            str(out / f"generate-{subset}.txt"),
+            "--prep",
+            str(root / "prep.json"),
+            "--split",
+            subset,
+            "--out-dir",
+            str(out),
+        ],
     ]
 
 
@@ -252,9 +321,19 @@ def score_command(exp: Experiment, model: Model, root: Path, out: Path) -> List[
     prep = prep_manifest(root)
     subset = model.generate.subset
     ref = prep.get("references", {}).get(subset, {"detok": f"ref/{subset}.TGT", "tok": f"ref/{subset}.tok.TGT"})
-    argv = [PYTHON, "-m", "mixer_plugin.scoring", str(out / "hyp.txt"), str(root / ref["detok"]),
-            "--metrics", ",".join(m for m in model.score.metrics if m != "tok_bleu"), "--json",
-            str(out / "score.json"), "--label", model.name]
+    argv = [
+        PYTHON,
+        "-m",
+        "mixer_plugin.scoring",
+        str(out / "hyp.txt"),
+        str(root / ref["detok"]),
+        "--metrics",
+        ",".join(m for m in model.score.metrics if m != "tok_bleu"),
+        "--json",
+        str(out / "score.json"),
+        "--label",
+        model.name,
+    ]
     if model.score.tokenized or "tok_bleu" in model.score.metrics:
         argv += ["--hyp-tok", str(out / "hyp.tok"), "--ref-tok", str(root / ref["tok"])]
         if model.score.compound_split:
@@ -272,8 +351,13 @@ def prepare_stage(recipe: str, prepare: List[str]) -> Stage:
     from ..data.recipes import command
 
     root = data_root(recipe, prepare)
-    return Stage("prepare", [command(recipe, [*prepare, "--root", str(root)])], root / "prepare.log",
-                 [root / "prep.json"], stamp=root / ".stages" / "prepare.json")
+    return Stage(
+        "prepare",
+        [command(recipe, [*prepare, "--root", str(root)])],
+        root / "prepare.log",
+        [root / "prep.json"],
+        stamp=root / ".stages" / "prepare.json",
+    )
 
 
 def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, trained: Optional[Stage]) -> List[Stage]:
@@ -284,26 +368,66 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
     save = trained.outputs[0].parent if trained is not None else run
     stages = []
     if trained is None:
-        trained = Stage("train", [train_command(exp, model, seed, root, run)], run / "train.log",
-                        [run / "checkpoint_last.pt"], [prepared], stamp=stamps / "train.json")
+        trained = Stage(
+            "train",
+            [train_command(exp, model, seed, root, run)],
+            run / "train.log",
+            [run / "checkpoint_last.pt"],
+            [prepared],
+            stamp=stamps / "train.json",
+        )
         stages.append(trained)
     last = trained
     if model.generate.average_last > 1:
         n = model.generate.average_last
-        last = Stage("average", [[PYTHON, "-m", "mixer_plugin.experiments.checkpoints", str(save),
-                                  "--last", str(n), "--output", str(checkpoint(model, save))]],
-                     stamps / "average.log", [checkpoint(model, save)], [trained], stamp=stamps / "average.json")
+        last = Stage(
+            "average",
+            [
+                [
+                    PYTHON,
+                    "-m",
+                    "mixer_plugin.experiments.checkpoints",
+                    str(save),
+                    "--last",
+                    str(n),
+                    "--output",
+                    str(checkpoint(model, save)),
+                ]
+            ],
+            stamps / "average.log",
+            [checkpoint(model, save)],
+            [trained],
+            stamp=stamps / "average.json",
+        )
         stages.append(last)
     out = run / f"gen-{model.generate.subset}"
     if exp.kind == "classification":
-        gen = Stage("generate", decode_commands(exp, model, root, save, out), out / "validate.log",
-                    [out / "validate.log"], [last, prepared], stamp=stamps / "generate.json")
+        gen = Stage(
+            "generate",
+            decode_commands(exp, model, root, save, out),
+            out / "validate.log",
+            [out / "validate.log"],
+            [last, prepared],
+            stamp=stamps / "generate.json",
+        )
         stages.append(gen)
         return stages
-    gen = Stage("generate", decode_commands(exp, model, root, save, out), out / "generate.err",
-                [out / "hyp.txt"], [last, prepared], stamp=stamps / "generate.json")
-    score = Stage("score", [score_command(exp, model, root, out)], out / "score.log", [out / "score.json"], [gen],
-                  stamp=stamps / "score.json")
+    gen = Stage(
+        "generate",
+        decode_commands(exp, model, root, save, out),
+        out / "generate.err",
+        [out / "hyp.txt"],
+        [last, prepared],
+        stamp=stamps / "generate.json",
+    )
+    score = Stage(
+        "score",
+        [score_command(exp, model, root, out)],
+        out / "score.log",
+        [out / "score.json"],
+        [gen],
+        stamp=stamps / "score.json",
+    )
     return stages + [gen, score]
 
 
@@ -325,8 +449,9 @@ def machine() -> Dict[str, object]:
         torch_version = None
     record: Dict[str, object] = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch_version}
     if shutil.which("nvidia-smi"):
-        query = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                               capture_output=True, text=True, check=False)
+        query = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, check=False
+        )
         gpus = [line.strip() for line in query.stdout.splitlines() if line.strip()]
         if query.returncode == 0 and gpus:
             record["gpus"] = gpus
@@ -356,8 +481,9 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
         for argv in stage.commands:
             log.write(f"$ {shell(argv)}\n")
             log.flush()
-            code = guard.run([str(a) for a in argv], hold=hold, stdout=log, stderr=subprocess.STDOUT, env=env,
-                             cwd=stage.cwd)
+            code = guard.run(
+                [str(a) for a in argv], hold=hold, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=stage.cwd
+            )
             if code != 0:
                 # what the command said last names the cause; its command line heads the log
                 said = last_line(stage.log) or shell(argv)
@@ -367,9 +493,17 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
         raise StageError(f"{stage.name} left no {shown(missing[0])} (log: {shown(stage.log)})")
     seconds = time.time() - start
     if stage.stamp:
-        write_json(stage.stamp, {"inputs": stage.inputs(), "commands": stage.commands, "seconds": round(seconds, 1),
-                                 "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": threads,
-                                 "machine": machine()})
+        write_json(
+            stage.stamp,
+            {
+                "inputs": stage.inputs(),
+                "commands": stage.commands,
+                "seconds": round(seconds, 1),
+                "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "threads": threads,
+                "machine": machine(),
+            },
+        )
     return seconds
 
 

@@ -24,9 +24,8 @@ from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
-
 from fairseq.incremental_decoding_utils import FairseqIncrementalState
+from torch import Tensor, nn
 
 from . import kernels
 from .registry import MixerContext, MixerSpecError, Role
@@ -308,8 +307,9 @@ class AttentionMixer(MixerBase):
 
     def macs(self, T: int, S: int) -> int:
         linear = lambda m, n: n * m.in_features * m.out_features  # noqa: E731
-        projections = (linear(self.q_proj, T) + linear(self.k_proj, S) + linear(self.v_proj, S)
-                       + linear(self.out_proj, T))
+        projections = (
+            linear(self.q_proj, T) + linear(self.k_proj, S) + linear(self.v_proj, S) + linear(self.out_proj, T)
+        )
         return projections + self.core_macs(T, S)
 
     def core_macs(self, T: int, S: int) -> int:
@@ -351,10 +351,11 @@ class AttentionMixer(MixerBase):
         else:
             # self-attention: q, k and v of the same input in one GEMM (one pass over x,
             # one larger matrix product), then split; the parameters stay fairseq's three
-            q, k, v = F.linear(x, torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]),
-                               torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
-                               ).split([self.q_proj.out_features, self.k_proj.out_features,
-                                        self.v_proj.out_features], dim=-1)
+            q, k, v = F.linear(
+                x,
+                torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]),
+                torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
+            ).split([self.q_proj.out_features, self.k_proj.out_features, self.v_proj.out_features], dim=-1)
             new = {"k": k, "v": v}
         streams, key_padding_mask, offset = self.keys_values(kv_input, key_padding_mask, incremental_state, new)
         q = self.split_heads(q, self.head_dim)  # (B, H, T, d)
@@ -393,8 +394,13 @@ class AttentionMixer(MixerBase):
         caches something else says no)."""
         return True
 
-    def keys_values(self, kv_input: Tensor, key_padding_mask: Optional[Tensor], incremental_state: Optional[State],
-                    new: Optional[Dict[str, Tensor]] = None):
+    def keys_values(
+        self,
+        kv_input: Tensor,
+        key_padding_mask: Optional[Tensor],
+        incremental_state: Optional[State],
+        new: Optional[Dict[str, Tensor]] = None,
+    ):
         """-> (streams, key_padding_mask over all key rows, offset).  ``new``: the
         streams of ``kv_input`` when the caller has them already.
 
@@ -419,9 +425,11 @@ class AttentionMixer(MixerBase):
             new["pad"] = zeros(T) if key_padding_mask is None else key_padding_mask.t()  # (T, B)
             buffer.setdefault("pad", zeros(prev_len))
         streams = {name: append_rows(buffer.get(name), x) for name, x in new.items()}
-        keep = streams if self.cache_window is None else {
-            name: x[max(0, x.size(0) - self.cache_window) :] for name, x in streams.items()
-        }
+        keep = (
+            streams
+            if self.cache_window is None
+            else {name: x[max(0, x.size(0) - self.cache_window) :] for name, x in streams.items()}
+        )
         self._set_input_buffer(incremental_state, dict(keep))  # a dict of its own: "pad" is popped below
         pad = streams.pop("pad", None)  # (S, B)
         return streams, (None if pad is None else pad.t()), prev_len
@@ -432,14 +440,31 @@ class AttentionMixer(MixerBase):
         L, B, _ = x.shape
         return x.view(L, B, self.num_heads, dim).permute(1, 2, 0, 3)
 
-    def soft_attention(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor], offset: int,
-                       need_weights: bool = False, scale: Optional[float] = None, repeat: int = 1):
+    def soft_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool = False,
+        scale: Optional[float] = None,
+        repeat: int = 1,
+    ):
         """Scaled dot-product attention (eq. 1-3 of Vaswani et al.) with this mixer's
         padding, causality and attention dropout: q ``(B, H, T, d)``, k ``(B, H, S, d)``,
         v ``(B, H, S, dv)`` -> ``(B, H, T, dv)``, weights or None."""
         return kernels.attention(
-            q, k, v, key_padding_mask, self.causal, offset, self.scaling if scale is None else scale,
-            self.dropout_p if self.training else 0.0, need_weights, repeat,
+            q,
+            k,
+            v,
+            key_padding_mask,
+            self.causal,
+            offset,
+            self.scaling if scale is None else scale,
+            self.dropout_p if self.training else 0.0,
+            need_weights,
+            repeat,
         )
 
     def mask_scores(self, scores: Tensor, key_padding_mask: Optional[Tensor], offset: int, fill: float) -> Tensor:

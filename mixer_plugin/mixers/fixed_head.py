@@ -27,7 +27,8 @@ from .registry import ALL_ROLES, MixerContext, check_positive, option, register_
 @dataclass(frozen=True)
 class FixedHeadOptions:
     head_dim: int = option(
-        64, "query/key width per head d_p, independent of heads (default 64 = 512/8; the paper: the "
+        64,
+        "query/key width per head d_p, independent of heads (default 64 = 512/8; the paper: the "
         "mean training length, see scripts/max_heads.py)",
     )
     heads: Optional[int] = option(None, "heads H (default: the layer's attention heads)")

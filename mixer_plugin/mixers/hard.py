@@ -51,7 +51,9 @@ from .registry import ALL_ROLES, MixerContext, check_positive, option, register_
 @dataclass(frozen=True)
 class HardOptions:
     heads: Optional[int] = option(None, "heads (default: the layer's attention heads)")
-    train: str = option("hard", "training forward: hard (sampled retrieval, eq. 4-10) or soft", choices=("hard", "soft"))
+    train: str = option(
+        "hard", "training forward: hard (sampled retrieval, eq. 4-10) or soft", choices=("hard", "soft")
+    )
     decode: str = option("hard", "eval forward: hard (argmax retrieval, eq. 11) or soft", choices=("hard", "soft"))
     values: str = option(
         "all", "eval mode: project all values, or only the retrieved rows (§4.3)", choices=("all", "retrieved")

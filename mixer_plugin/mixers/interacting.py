@@ -61,12 +61,16 @@ class InteractingOptions:
     heads: Optional[int] = option(None, "heads H (default: the layer's attention heads)")
     head_dim: Optional[int] = option(None, "query/key/value width per head d_k (default: embed_dim / heads)")
     reading: str = option(
-        "sum", "sum: Algorithm 1, softmax(sum_i q_i k_j^T) v_j; pairwise: softmax(q_i k_j^T) v_j for "
-        "every (i, j), concatenated (§3.3 sub-sub-outputs)", choices=("sum", "pairwise"),
+        "sum",
+        "sum: Algorithm 1, softmax(sum_i q_i k_j^T) v_j; pairwise: softmax(q_i k_j^T) v_j for "
+        "every (i, j), concatenated (§3.3 sub-sub-outputs)",
+        choices=("sum", "pairwise"),
     )
     scale: str = option(
-        "hdk", "logit scale: hdk = 1/sqrt(H d_k) (the reference code's 1/sqrt(d_model)), dk = 1/sqrt(d_k) "
-        "(Alg. 1 line 6), none = 1 (Alg. 1 as printed)", choices=SCALES,
+        "hdk",
+        "logit scale: hdk = 1/sqrt(H d_k) (the reference code's 1/sqrt(d_model)), dk = 1/sqrt(d_k) "
+        "(Alg. 1 line 6), none = 1 (Alg. 1 as printed)",
+        choices=SCALES,
     )
 
     def validate(self) -> Optional[str]:
@@ -106,8 +110,9 @@ class InteractingHeadAttention(AttentionMixer):
         # pairwise: for key head j, the H query heads stacked along the query axis;
         # row i*T + t is query head i at position t
         q_all = q.reshape(B, 1, H * T, d).expand(B, H, H * T, d)  # (B, H_j, H_i*T, d)
-        out, weights = self.soft_attention(q_all, k, v, key_padding_mask, offset, need_weights, self.logit_scale,
-                                           repeat=H)  # (B, H_j, H_i*T, dv)
+        out, weights = self.soft_attention(
+            q_all, k, v, key_padding_mask, offset, need_weights, self.logit_scale, repeat=H
+        )  # (B, H_j, H_i*T, dv)
         out = out.view(B, H, H, T, self.head_value_dim).permute(0, 2, 3, 1, 4)  # (B, H_i, T, H_j, dv)
         if weights is not None:
             # the H x H sub-sub-attentions of a query, averaged over query heads i:

@@ -68,8 +68,9 @@ def padding_before_tokens(key_padding_mask: Tensor) -> bool:
     return bool((key_padding_mask[:, :-1] & ~key_padding_mask[:, 1:]).any())
 
 
-def mask_scores(scores: Tensor, key_padding_mask: Optional[Tensor], causal: bool, offset: int,
-                fill: float, repeat: int = 1) -> Tensor:
+def mask_scores(
+    scores: Tensor, key_padding_mask: Optional[Tensor], causal: bool, offset: int, fill: float, repeat: int = 1
+) -> Tensor:
     """``scores`` ``(B, G, repeat*T, S)`` with every blocked (query, key) set to ``fill``:
     padding keys, and for a causal mixer keys after the query.  The two masks are
     applied one after the other, so no ``(B, T, S)`` mask is built."""
@@ -82,9 +83,18 @@ def mask_scores(scores: Tensor, key_padding_mask: Optional[Tensor], causal: bool
     return scores
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor] = None, causal: bool = False,
-              offset: int = 0, scale: Optional[float] = None, dropout_p: float = 0.0, need_weights: bool = False,
-              repeat: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    key_padding_mask: Optional[Tensor] = None,
+    causal: bool = False,
+    offset: int = 0,
+    scale: Optional[float] = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+    repeat: int = 1,
+) -> Tuple[Tensor, Optional[Tensor]]:
     """softmax(q k^T * scale) v over the keys each query may see (Vaswani et al. eq. 1).
 
     ``repeat``: q holds ``repeat`` stacks of the same T queries along its query axis
@@ -116,16 +126,27 @@ def attention(q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor
             fut = additive(~future(T, S, offset, q.device, repeat), q.dtype)  # (TT, S)
             # left padding under a causal mask: the one (B, 1, TT, S) bias
             bias = fut if bias is None else bias + fut
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal,
-                                         scale=scale)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     return out, None
 
 
 # ----------------------------------------------------------- banded attention
-def band_attention(q: Tensor, k: Tensor, v: Tensor, lo: Radius, hi: Radius, key_ok: Optional[Tensor],
-                   offset: int, scale: float, dropout_p: float = 0.0, kernel: str = "auto", block: int = 16,
-                   max_lo: Optional[int] = None, max_hi: Optional[int] = None,
-                   need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
+def band_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    lo: Radius,
+    hi: Radius,
+    key_ok: Optional[Tensor],
+    offset: int,
+    scale: float,
+    dropout_p: float = 0.0,
+    kernel: str = "auto",
+    block: int = 16,
+    max_lo: Optional[int] = None,
+    max_hi: Optional[int] = None,
+    need_weights: bool = False,
+) -> Tuple[Tensor, Optional[Tensor]]:
     """Attention where query i (key row ``p = offset + i``) sees the key rows
     ``p - lo .. p + hi`` that exist and are ``key_ok`` (``(B, S)`` bool or None).
 
@@ -159,8 +180,20 @@ def band_attention(q: Tensor, k: Tensor, v: Tensor, lo: Radius, hi: Radius, key_
     return dense_band_attention(q, k, v, lo, hi, key_ok, offset, scale, dropout_p), None
 
 
-def banded_attention(q: Tensor, k: Tensor, v: Tensor, lo: Radius, hi: Radius, key_ok: Optional[Tensor],
-                     offset: int, scale: float, dropout_p: float, block: int, Rl: int, Rr: int) -> Tensor:
+def banded_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    lo: Radius,
+    hi: Radius,
+    key_ok: Optional[Tensor],
+    offset: int,
+    scale: float,
+    dropout_p: float,
+    block: int,
+    Rl: int,
+    Rr: int,
+) -> Tensor:
     """Queries in blocks of c; each block is one dense ``c x (c + W - 1)`` tile
     against the key rows its windows cover (W = Rl + Rr + 1), as one 4-D SDPA call
     with the blocks folded into the batch."""
@@ -186,13 +219,23 @@ def banded_attention(q: Tensor, k: Tensor, v: Tensor, lo: Radius, hi: Radius, ke
     ok_rows = F.pad(ok_rows, (Rl, grow + Rr), value=False)[:, offset:].unfold(1, span, c)  # (B|1, nb, span)
     ok = (ok & ok_rows[:, :, None, :]).expand(B, nb, c, span).reshape(B * nb, 1, c, span)
     mask = additive(ok, q.dtype)  # O(B T W), as the scores themselves
-    out = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, dropout_p=dropout_p,
-                                         scale=scale)  # (B nb, G, c, dv)
+    out = F.scaled_dot_product_attention(
+        qb, kb, vb, attn_mask=mask, dropout_p=dropout_p, scale=scale
+    )  # (B nb, G, c, dv)
     return out.view(B, nb, G, c, dv).transpose(1, 2).reshape(B, G, nb * c, dv)[:, :, :T]
 
 
-def dense_band_attention(q: Tensor, k: Tensor, v: Tensor, lo: Radius, hi: Radius, key_ok: Optional[Tensor],
-                         offset: int, scale: float, dropout_p: float = 0.0) -> Tensor:
+def dense_band_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    lo: Radius,
+    hi: Radius,
+    key_ok: Optional[Tensor],
+    offset: int,
+    scale: float,
+    dropout_p: float = 0.0,
+) -> Tensor:
     """The same attention as :func:`banded_attention` through one dense SDPA over
     all key rows, with a ``(B|1, 1, T, S)`` band mask, or only the ``(B, 1, 1, S)``
     padding bias when int radii cover the whole sequence."""

@@ -24,8 +24,9 @@ from .registry import MixerContext, check_positive, option, register_mixer
 class LocalOptions:
     n: int = option(5, "context width: 2n-1 neighbours in the encoder, last n in the decoder")
     heads: Optional[int] = option(None, "heads (default: the layer's attention heads)")
-    kernel: str = option("auto", "banded (O(L n) tiles), dense (one masked L x L call) or auto",
-                         choices=("auto", "banded", "dense"))
+    kernel: str = option(
+        "auto", "banded (O(L n) tiles), dense (one masked L x L call) or auto", choices=("auto", "banded", "dense")
+    )
 
     def validate(self) -> Optional[str]:
         return check_positive(self, "n", "heads")
@@ -51,5 +52,16 @@ class LocalAttention(AttentionMixer):
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, d)
         key_ok = None if key_padding_mask is None else ~key_padding_mask  # (B, S)
         lo, hi = self.n - 1, (0 if self.causal else self.n - 1)
-        return band_attention(q, k, v, lo, hi, key_ok, offset, self.scaling, self.dropout_p if self.training else 0.0,
-                              self.kernel, need_weights=need_weights)  # (B, H, T, d), weights or None
+        return band_attention(
+            q,
+            k,
+            v,
+            lo,
+            hi,
+            key_ok,
+            offset,
+            self.scaling,
+            self.dropout_p if self.training else 0.0,
+            self.kernel,
+            need_weights=need_weights,
+        )  # (B, H, T, d), weights or None

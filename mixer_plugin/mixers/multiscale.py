@@ -136,8 +136,9 @@ def _cumsum(xs):
     return out
 
 
-def alpha_schedule(alpha: float, num_layers: int, num_scales: int, heads: int,
-                   rounding: str = "cumceil") -> List[List[int]]:
+def alpha_schedule(
+    alpha: float, num_layers: int, num_scales: int, heads: int, rounding: str = "cumceil"
+) -> List[List[int]]:
     """Heads per scale per layer, eq. (11)-(12).
 
     ``z^l_k = 0`` for l = L or the last scale, else ``z^l_{k+1} + alpha / l`` (scales
@@ -156,8 +157,9 @@ def alpha_schedule(alpha: float, num_layers: int, num_scales: int, heads: int,
     return out
 
 
-def schedule_specs(alpha: float, num_layers: int, scales: str, heads: int,
-                   rounding: str = "cumceil", extra: str = "") -> str:
+def schedule_specs(
+    alpha: float, num_layers: int, scales: str, heads: int, rounding: str = "cumceil", extra: str = ""
+) -> str:
     """The per-layer ``--encoder-mixers`` list of eq. (11)-(12): one
     ``multiscale:scales=...`` item per layer with explicit head counts (``extra``,
     e.g. ``":omega=radius"``, is appended to every item)."""
@@ -179,19 +181,25 @@ class MultiScaleOptions:
         "optionally xCOUNT heads; without counts heads are spread by eq. (12) with z=0 "
         "(or by alpha=)",
     )
-    omega: str = option("width", "omega is the window width (odd, r=(w-1)/2) or its radius (eq. 7)",
-                        choices=("width", "radius"))
-    length: str = option("auto", "N of a ratio: sentence (encoder default) or prefix (decoder default)",
-                         choices=("auto", "sentence", "prefix"))
+    omega: str = option(
+        "width", "omega is the window width (odd, r=(w-1)/2) or its radius (eq. 7)", choices=("width", "radius")
+    )
+    length: str = option(
+        "auto",
+        "N of a ratio: sentence (encoder default) or prefix (decoder default)",
+        choices=("auto", "sentence", "prefix"),
+    )
     heads: Optional[int] = option(None, "heads (default: the layer's attention heads)")
     alpha: Optional[float] = option(None, "eq. (11) alpha: heads per scale from the layer index")
     layers: Optional[int] = option(
-        None, "eq. (11) L: the number of layers of the stack (default: the model's; a mixer built outside a "
-        "model needs it)")
+        None,
+        "eq. (11) L: the number of layers of the stack (default: the model's; a mixer built outside a model needs it)",
+    )
     rounding: str = option("cumceil", "how eq. (12)'s head shares become whole heads", choices=ROUNDINGS)
     scaling: str = option("head", "logits / sqrt(D') (eq. 2) or / sqrt(D) (eq. 6)", choices=("head", "model"))
-    kernel: str = option("auto", "banded (O(L w)), dense (masked L x L) or auto per head group",
-                         choices=("auto", "banded", "dense"))
+    kernel: str = option(
+        "auto", "banded (O(L w)), dense (masked L x L) or auto per head group", choices=("auto", "banded", "dense")
+    )
 
     def parsed(self) -> Tuple[List[Scale], Optional[List[int]]]:
         return parse_scales(self.scales)
@@ -204,8 +212,10 @@ class MultiScaleOptions:
         if self.omega == "width":
             even = [str(s) for s in scales if not s.ratio and s.value % 2 == 0]
             if even:
-                return (f"scale {even[0]} is even: with omega=width a scale is an odd window size "
-                        "(the paper forces odd scales); use omega=radius for radii")
+                return (
+                    f"scale {even[0]} is even: with omega=width a scale is an odd window size "
+                    "(the paper forces odd scales); use omega=radius for radii"
+                )
         if self.heads is not None and self.heads < 1:
             return f"option heads must be >= 1, got {self.heads}"
         if self.layers is not None and self.alpha is None:
@@ -229,27 +239,36 @@ class MultiScaleAttention(AttentionMixer):
         causal = ctx.role is Role.DECODER_SELF
         length = opts.length if opts.length != "auto" else ("prefix" if causal else "sentence")
         if length == "prefix" and not causal:
-            raise MixerSpecError("multiscale: length=prefix is the decoder's reading; an encoder "
-                                 "sees its whole sentence (use length=sentence)")
+            raise MixerSpecError(
+                "multiscale: length=prefix is the decoder's reading; an encoder "
+                "sees its whole sentence (use length=sentence)"
+            )
         if length == "sentence" and causal and any(s.ratio for s in scales):
-            raise MixerSpecError("multiscale: a ratio scale in a decoder needs length=prefix (the target "
-                                 "length is unknown while decoding); or use fixed scales")
+            raise MixerSpecError(
+                "multiscale: a ratio scale in a decoder needs length=prefix (the target "
+                "length is unknown while decoding); or use fixed scales"
+            )
         if opts.alpha is not None:
             L = opts.layers or ctx.num_layers
             if L is None:
                 raise MixerSpecError("multiscale: alpha= outside a model needs layers= (eq. 11's L)")
             if ctx.num_layers is not None and L != ctx.num_layers:
-                raise MixerSpecError(f"multiscale: layers={L} but the stack has {ctx.num_layers} layers "
-                                     "(eq. 11's L is the stack's depth)")
+                raise MixerSpecError(
+                    f"multiscale: layers={L} but the stack has {ctx.num_layers} layers "
+                    "(eq. 11's L is the stack's depth)"
+                )
             if ctx.layer_index >= L:
-                raise MixerSpecError(f"multiscale: layer {ctx.layer_index + 1} but layers={L} "
-                                     "(eq. 11's L must be the stack's depth)")
+                raise MixerSpecError(
+                    f"multiscale: layer {ctx.layer_index + 1} but layers={L} (eq. 11's L must be the stack's depth)"
+                )
             counts = alpha_schedule(opts.alpha, L, len(scales), H, opts.rounding)[ctx.layer_index]
         elif counts is None:  # eq. (12) with z = 0: the top layer's even spread
             counts = alpha_schedule(0.0, 1, len(scales), H, opts.rounding)[0]
         if sum(counts) != H:
-            raise MixerSpecError(f"multiscale: scales={opts.scales} gives {sum(counts)} heads but the layer "
-                                 f"has {H} (option heads, or the layer's attention heads)")
+            raise MixerSpecError(
+                f"multiscale: scales={opts.scales} gives {sum(counts)} heads but the layer "
+                f"has {H} (option heads, or the layer's attention heads)"
+            )
         self.opts = opts
         self.length = length
         self.groups = [(s, c) for s, c in zip(scales, counts) if c > 0]  # contiguous head ranges
@@ -269,8 +288,9 @@ class MultiScaleAttention(AttentionMixer):
         the largest odd width <= omega."""
         return omega if self.opts.omega == "radius" else (omega - 1) // 2
 
-    def window(self, scale: Scale, key_ok: Optional[Tensor], B: int, T: int, S: int, offset: int,
-               device) -> Tuple[Radius, Radius, int]:
+    def window(
+        self, scale: Scale, key_ok: Optional[Tensor], B: int, T: int, S: int, offset: int, device
+    ) -> Tuple[Radius, Radius, int]:
         """(left, right) radius of a head group, each an int or ``(B, 1|T)`` tensor,
         and a host-side bound on the left one (the length N is at most S)."""
         if not scale.ratio:
@@ -320,8 +340,21 @@ class MultiScaleAttention(AttentionMixer):
                 keep = F.dropout(vg.new_ones(B, count, T, 1), p, self.training)
                 outs.append(vg[:, :, offset:] * keep)
                 continue
-            out, w = band_attention(qg, kg, vg, lo, hi, key_ok, offset, self.scaling, p, self.opts.kernel,
-                                    max_lo=bound, max_hi=0 if self.causal else bound, need_weights=need_weights)
+            out, w = band_attention(
+                qg,
+                kg,
+                vg,
+                lo,
+                hi,
+                key_ok,
+                offset,
+                self.scaling,
+                p,
+                self.opts.kernel,
+                max_lo=bound,
+                max_hi=0 if self.causal else bound,
+                need_weights=need_weights,
+            )
             outs.append(out)
             weights.append(w)
         # (B, H, T, dv): heads in spec order (eq. 9); weights (B, H, T, S) when asked for

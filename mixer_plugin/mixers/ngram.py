@@ -51,18 +51,21 @@ class NgramOptions:
     n: int = option(5, "context width: 2n-1 neighbours in the encoder, last n in the decoder")
     heads: Optional[int] = option(None, "heads K (default: the layer's attention heads)")
     head_dim: Optional[int] = option(None, "per-head width d (default: embed_dim / heads)")
-    global_context: bool = option(
-        False, "encoder only: add the max-pooled x_global^(k) (eq. 7-8)", key="global"
-    )
+    global_context: bool = option(False, "encoder only: add the max-pooled x_global^(k) (eq. 7-8)", key="global")
     proj: str = option(
-        "head", "x_t^(k): head = eq. (6) x W_x^(k); none = raw x (EN eq. 4); slice = the k-th d-slice of x",
+        "head",
+        "x_t^(k): head = eq. (6) x W_x^(k); none = raw x (EN eq. 4); slice = the k-th d-slice of x",
         choices=("head", "none", "slice"),
     )
     head_out: str = option("d", "width of h_t^(k): d (default) or D", choices=("d", "D"))
-    out: str = option("W", "W = eq. (4)'s output map; none = the heads' concatenation is the output",
-                      choices=("W", "none"))
-    kernel: str = option("gemm", "eq. (5) as one batched GEMM per window slot (gemm) or a grouped conv1d (conv)",
-                         choices=("gemm", "conv"))
+    out: str = option(
+        "W", "W = eq. (4)'s output map; none = the heads' concatenation is the output", choices=("W", "none")
+    )
+    kernel: str = option(
+        "gemm",
+        "eq. (5) as one batched GEMM per window slot (gemm) or a grouped conv1d (conv)",
+        choices=("gemm", "conv"),
+    )
 
     def validate(self) -> Optional[str]:
         return check_positive(self, "n", "heads", "head_dim")
@@ -90,8 +93,7 @@ class NgramMixer(WindowMixer):
         super().__init__(ctx, num_heads=K, head_dim=d_in, n=opts.n)
         if opts.global_context and self.causal:
             raise MixerSpecError(
-                "ngram option global is encoder-only: eq. (7) pools over the whole "
-                "sequence, which a decoder cannot see"
+                "ngram option global is encoder-only: eq. (7) pools over the whole sequence, which a decoder cannot see"
             )
         self.d_in, self.d_out = d_in, d_out
         self.proj = opts.proj
@@ -106,9 +108,7 @@ class NgramMixer(WindowMixer):
         self.ngram_bias = nn.Parameter(torch.zeros(K, d_out))
         # eq. (8): the rows of W^(k) that multiply x_global^(k), kept apart so the
         # global term is computed once per sentence rather than once per position
-        self.global_weight = (
-            nn.Parameter(torch.empty(K, d_in, d_out)) if opts.global_context else None
-        )
+        self.global_weight = nn.Parameter(torch.empty(K, d_in, d_out)) if opts.global_context else None
         # eq. (4): W in R^{K d_out x D}
         self.out_proj = nn.Linear(K * d_out, D) if opts.out == "W" else None
         self.reset_parameters()
@@ -217,7 +217,7 @@ class _WindowGemm(torch.autograd.Function):
         rows = ext.view(Te * B, K, d).transpose(0, 1)  # (K, Te*B, d), a view
         out = ext.new_zeros(K, T * B, d_out)  # head-major accumulator
         for w in range(W):  # slot w of row t is row t + w of ext
-            out.baddbmm_(rows[:, w * B:(w + T) * B], weight[:, w])
+            out.baddbmm_(rows[:, w * B : (w + T) * B], weight[:, w])
         ctx.save_for_backward(ext, weight)
         ctx.T = T
         return out.transpose(0, 1).reshape(T, B, K * d_out)  # (T, B, K*d_out)
@@ -233,11 +233,11 @@ class _WindowGemm(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             g_rows = ext.new_zeros(K, Te * B, d)  # head-major
             for w in range(W):
-                g_rows[:, w * B:(w + T) * B].baddbmm_(g, weight[:, w].transpose(1, 2))
+                g_rows[:, w * B : (w + T) * B].baddbmm_(g, weight[:, w].transpose(1, 2))
             grad_ext = g_rows.transpose(0, 1).reshape(Te, B, C)
         if ctx.needs_input_grad[1]:
             rows = ext.view(Te * B, K, d).transpose(0, 1)  # (K, Te*B, d)
             grad_weight = torch.stack(
-                [torch.bmm(rows[:, w * B:(w + T) * B].transpose(1, 2), g) for w in range(W)], dim=1
+                [torch.bmm(rows[:, w * B : (w + T) * B].transpose(1, 2), g) for w in range(W)], dim=1
             )  # (K, W, d, d_out)
         return grad_ext, grad_weight, None

@@ -96,9 +96,7 @@ def register_mixer(name: str, options: Type = NoOptions, roles=SELF_ROLES):
 def option(default, help: str, key: Optional[str] = None, choices=None):
     """A field of a mixer's options dataclass.  ``key`` is its name in the spec
     string when that differs from the field name (``global`` is a keyword)."""
-    return field(
-        default=default, metadata={"help": help, "key": key, "choices": choices}
-    )
+    return field(default=default, metadata={"help": help, "key": key, "choices": choices})
 
 
 def check_positive(opts, *names: str) -> Optional[str]:
@@ -159,14 +157,10 @@ def _coerce(flag: str, name: str, f: dataclasses.Field, text: str):
         else:
             value = text
     except ValueError:
-        raise MixerSpecError(
-            f"{flag}: {name} option {key}={text!r} is not a valid {base.__name__}"
-        ) from None
+        raise MixerSpecError(f"{flag}: {name} option {key}={text!r} is not a valid {base.__name__}") from None
     choices = f.metadata.get("choices")
     if choices is not None and value not in choices:
-        raise MixerSpecError(
-            f"{flag}: {name} option {key}={text!r} must be one of {', '.join(choices)}"
-        )
+        raise MixerSpecError(f"{flag}: {name} option {key}={text!r} must be one of {', '.join(choices)}")
     return value
 
 
@@ -186,9 +180,7 @@ def parse_item(flag: str, item: str) -> LayerMixer:
             raise MixerSpecError(f"{flag}: expected KEY=VALUE in {item!r}, got {part!r}")
         if key not in by_key:
             known = ", ".join(by_key) or "none"
-            raise MixerSpecError(
-                f"{flag}: mixer {name} has no option {key!r} (options: {known})"
-            )
+            raise MixerSpecError(f"{flag}: mixer {name} has no option {key!r} (options: {known})")
         f = by_key[key]
         values[f.name] = _coerce(flag, name, f, text.strip())
     options = entry.options(**values)
@@ -214,9 +206,7 @@ def parse_mixer_list(flag: str, text: str) -> List[LayerMixer]:
             except ValueError:
                 repeat = 0
             if repeat < 1:
-                raise MixerSpecError(
-                    f"{flag}: repeat count in {raw.strip()!r} must be a positive integer"
-                )
+                raise MixerSpecError(f"{flag}: repeat count in {raw.strip()!r} must be a positive integer")
         out.extend([parse_item(flag, item)] * repeat)
     return out
 

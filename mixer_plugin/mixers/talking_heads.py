@@ -42,7 +42,8 @@ from .registry import ALL_ROLES, MixerContext, check_positive, option, register_
 class TalkingHeadsOptions:
     heads: Optional[int] = option(None, "heads H (default: the layer's attention heads)")
     init: str = option(
-        "identity", "initial P_l, P_w: identity (starts as MHA) or normal (N(0, 1/H))",
+        "identity",
+        "initial P_l, P_w: identity (starts as MHA) or normal (N(0, 1/H))",
         choices=("identity", "normal"),
     )
 

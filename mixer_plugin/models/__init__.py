@@ -1,3 +1,5 @@
-from . import mixer_transformer  # noqa: F401  (registers the model first)
-from . import architectures  # noqa: F401,E402
-from . import mixer_classifier  # noqa: F401,E402  (the sentence_prediction classifier)
+from . import (
+    architectures,  # noqa: F401,E402
+    mixer_classifier,  # noqa: F401,E402  (the sentence_prediction classifier)
+    mixer_transformer,  # noqa: F401  (registers the model first)
+)

@@ -43,8 +43,9 @@ POOLINGS = ("concat", "sum", "cls", "max")
 class ClassificationHead(nn.Module):
     """[CLS] node and max-pool over the top layer -> two-layer MLP."""
 
-    def __init__(self, embed_dim: int, inner_dim: int, num_classes: int, pooling: str, activation_fn: str,
-                 dropout: float):
+    def __init__(
+        self, embed_dim: int, inner_dim: int, num_classes: int, pooling: str, activation_fn: str, dropout: float
+    ):
         super().__init__()
         self.pooling = pooling
         in_dim = 2 * embed_dim if pooling == "concat" else embed_dim
@@ -88,15 +89,29 @@ class MixerClassifierModel(BaseFairseqModel):
     def add_args(cls, parser):
         TransformerModel.add_args(parser)  # the encoder's flags (decoder flags are unused)
         add_mixer_args(parser, roles=(Role.ENCODER_SELF,))
-        parser.add_argument("--pooling", choices=POOLINGS,
-                            help="sentence features: [CLS] node and max-pool concatenated (concat) or "
-                            "summed (sum), or one of them alone")
-        parser.add_argument("--classifier-inner-dim", type=int, metavar="N",
-                            help="hidden width of the two-layer MLP (default: --encoder-embed-dim)")
-        parser.add_argument("--classifier-activation-fn", choices=utils.get_available_activation_fns(),
-                            help="activation of the two-layer MLP")
-        parser.add_argument("--pooler-dropout", type=float, metavar="D",
-                            help="dropout before each layer of the MLP (default: --dropout)")
+        parser.add_argument(
+            "--pooling",
+            choices=POOLINGS,
+            help="sentence features: [CLS] node and max-pool concatenated (concat) or "
+            "summed (sum), or one of them alone",
+        )
+        parser.add_argument(
+            "--classifier-inner-dim",
+            type=int,
+            metavar="N",
+            help="hidden width of the two-layer MLP (default: --encoder-embed-dim)",
+        )
+        parser.add_argument(
+            "--classifier-activation-fn",
+            choices=utils.get_available_activation_fns(),
+            help="activation of the two-layer MLP",
+        )
+        parser.add_argument(
+            "--pooler-dropout",
+            type=float,
+            metavar="D",
+            help="dropout before each layer of the MLP (default: --dropout)",
+        )
 
     @classmethod
     def build_model(cls, args, task):
@@ -115,12 +130,21 @@ class MixerClassifierModel(BaseFairseqModel):
     def register_classification_head(self, name: str, num_classes: int, inner_dim: Optional[int] = None):
         a = self.args
         self.classification_heads[name] = ClassificationHead(
-            a.encoder_embed_dim, inner_dim or a.classifier_inner_dim or a.encoder_embed_dim, num_classes,
-            a.pooling, a.classifier_activation_fn, a.pooler_dropout,
+            a.encoder_embed_dim,
+            inner_dim or a.classifier_inner_dim or a.encoder_embed_dim,
+            num_classes,
+            a.pooling,
+            a.classifier_activation_fn,
+            a.pooler_dropout,
         )
 
-    def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, features_only: bool = True,
-                classification_head_name: Optional[str] = None):
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        features_only: bool = True,
+        classification_head_name: Optional[str] = None,
+    ):
         """-> (logits ``(B, classes)``, extra), or (the top layer's states ``(T, B,
         C)``, extra) when no head is named.  ``features_only`` is accepted for
         ``sentence_prediction``'s criterion; the logits are always sentence-level."""
@@ -130,8 +154,10 @@ class MixerClassifierModel(BaseFairseqModel):
         cls_index = (~padding_mask).int().argmax(dim=1)  # the first real token of each row
         first = src_tokens.gather(1, cls_index.unsqueeze(1)).squeeze(1)
         if not bool((first == self.encoder.dictionary.bos()).all()):
-            raise ValueError("mixer_classifier reads the [CLS] node at each sentence's first token: run "
-                             "sentence_prediction with --init-token 0 (the dictionary's <s>)")
+            raise ValueError(
+                "mixer_classifier reads the [CLS] node at each sentence's first token: run "
+                "sentence_prediction with --init-token 0 (the dictionary's <s>)"
+            )
         extra = {"encoder_out": out}
         if classification_head_name is None:
             return x, extra
@@ -143,9 +169,11 @@ class MixerClassifierModel(BaseFairseqModel):
 
     def mixer_summary(self):
         """One line per layer: its mixer, and the MS-Transformer form where used (logged at build)."""
-        return [f"encoder.{i}: self={layer.mixer.describe()}"
-                + (" layer=ms (eq. 10, no FFN)" if isinstance(layer, MSEncoderLayer) else "")
-                for i, layer in enumerate(self.encoder.layers)]
+        return [
+            f"encoder.{i}: self={layer.mixer.describe()}"
+            + (" layer=ms (eq. 10, no FFN)" if isinstance(layer, MSEncoderLayer) else "")
+            for i, layer in enumerate(self.encoder.layers)
+        ]
 
 
 # --------------------------------------------------------------- architectures
@@ -169,7 +197,8 @@ def _cls_arch(name: str, **defaults):
 # layers, as in its Table 6 (SNLI); eq. (11)-(12) then give exactly the worked
 # example {5,2,2,1,0}, {4,2,2,1,1}, {2,2,2,2,2}.
 PAPER_SIZE = dict(encoder_embed_dim=300, encoder_attention_heads=10, encoder_layers=3)
-_cls_arch("mixer_cls_ms", **PAPER_SIZE, encoder_layer_form="ms",
-          encoder_mixers=schedule_specs(0.5, 3, PAPER_SCALES, 10))
+_cls_arch(
+    "mixer_cls_ms", **PAPER_SIZE, encoder_layer_form="ms", encoder_mixers=schedule_specs(0.5, 3, PAPER_SCALES, 10)
+)
 # the vanilla Transformer of the same width, heads and depth, with the usual 4d FFN
 _cls_arch("mixer_cls_transformer", **PAPER_SIZE, encoder_ffn_embed_dim=1200)

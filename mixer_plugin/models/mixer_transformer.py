@@ -128,7 +128,9 @@ class MixerEncoderLayer(TransformerEncoderLayerBase):
 
     def build_self_attention(self, embed_dim, cfg):
         stock = lambda: super(MixerEncoderLayer, self).build_self_attention(embed_dim, cfg)  # noqa: E731
-        ctx = _context(Role.ENCODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.encoder.attention_heads, cfg, stock)
+        ctx = _context(
+            Role.ENCODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.encoder.attention_heads, cfg, stock
+        )
         return build_mixer(self.mixer, ctx)
 
 
@@ -186,13 +188,21 @@ class MixerDecoderLayer(TransformerDecoderLayerBase):
         stock = lambda: super(MixerDecoderLayer, self).build_self_attention(  # noqa: E731
             embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn
         )
-        ctx = _context(Role.DECODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.decoder.attention_heads, cfg, stock)
+        ctx = _context(
+            Role.DECODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.decoder.attention_heads, cfg, stock
+        )
         return build_mixer(self.self_mixer, ctx)
 
     def build_encoder_attention(self, embed_dim, cfg):
         stock = lambda: super(MixerDecoderLayer, self).build_encoder_attention(embed_dim, cfg)  # noqa: E731
         ctx = _context(
-            Role.DECODER_CROSS, self.layer_index, embed_dim, cfg.encoder.embed_dim, cfg.decoder.attention_heads, cfg, stock
+            Role.DECODER_CROSS,
+            self.layer_index,
+            embed_dim,
+            cfg.encoder.embed_dim,
+            cfg.decoder.attention_heads,
+            cfg,
+            stock,
         )
         return build_mixer(self.cross_mixer, ctx)
 
@@ -241,9 +251,7 @@ class MixerTransformerModel(TransformerModel):
 
     @classmethod
     def build_decoder(cls, cfg, tgt_dict, embed_tokens):
-        return MixerTransformerDecoder(
-            cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention
-        )
+        return MixerTransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
     def mixer_summary(self):
         """One line per layer: which mixer fills each slot (logged at build)."""
@@ -252,7 +260,5 @@ class MixerTransformerModel(TransformerModel):
             form = " layer=ms (eq. 10, no FFN)" if isinstance(layer, MSEncoderLayer) else ""
             lines.append(f"encoder.{i}: self={layer.mixer.describe()}{form}")
         for i, layer in enumerate(self.decoder.layers):
-            lines.append(
-                f"decoder.{i}: self={layer.self_mixer.describe()} cross={layer.cross_mixer.describe()}"
-            )
+            lines.append(f"decoder.{i}: self={layer.self_mixer.describe()} cross={layer.cross_mixer.describe()}")
         return lines

@@ -21,8 +21,21 @@ import hashlib
 import sys
 import tarfile
 
-from mixer_plugin.data.prep import (Download, Parallel, PrepError, Workspace, add_subword_args, common_parser, fetch,
-                      main_wrapper, moses_tokenize, read_lines, resolve_root, run_pipeline, write_lines)
+from mixer_plugin.data.prep import (
+    Download,
+    Parallel,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    fetch,
+    main_wrapper,
+    moses_tokenize,
+    read_lines,
+    resolve_root,
+    run_pipeline,
+    write_lines,
+)
 
 RECIPE = "cnn_dm"
 RECIPES = {RECIPE: []}
@@ -72,8 +85,10 @@ def write_raw(ws, out, lowercase, workers, max_src):
             src.append(" ".join(article))
             tgt.append(highlights)
         if missing:
-            raise PrepError(f"{missing} of the {len(urls)} stories of {listing} are in neither archive "
-                            f"(incomplete cnn_stories.tgz / dailymail_stories.tgz?)")
+            raise PrepError(
+                f"{missing} of the {len(urls)} stories of {listing} are in neither archive "
+                f"(incomplete cnn_stories.tgz / dailymail_stories.tgz?)"
+            )
         src = [" ".join(s.split()[:max_src]) for s in moses_tokenize(src, "en", lowercase=lowercase, workers=workers)]
         flat = moses_tokenize([h for hs in tgt for h in hs], "en", lowercase=lowercase, workers=workers)
         joined, i = [], 0
@@ -92,9 +107,17 @@ def main(argv=None):
     add_subword_args(p, kind="bpe", vocab=32000, lowercase=True)
     args = p.parse_args(argv)
     ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
-    spec = Parallel("src", "tgt", {"train": "all_train", "valid": "all_val", "test": "all_test"},
-                    tokenize="pretokenized", extra={"sentence_separator": SEP, "max_source_tokens": args.max_source_tokens,
-                                                    "lowercase_at_raw": args.lowercase})
+    spec = Parallel(
+        "src",
+        "tgt",
+        {"train": "all_train", "valid": "all_val", "test": "all_test"},
+        tokenize="pretokenized",
+        extra={
+            "sentence_separator": SEP,
+            "max_source_tokens": args.max_source_tokens,
+            "lowercase_at_raw": args.lowercase,
+        },
+    )
     # lowercasing and tokenisation happen while the stories are read (the separator must
     # not be tokenized); the tok step then only copies
     lowercase = args.lowercase

@@ -25,8 +25,18 @@ from typing import List, Optional
 import yaml
 
 from mixer_plugin.data.debian import copy_split_files, test_sources
-from mixer_plugin.data.prep import (Parallel, PrepError, Workspace, add_subword_args, common_parser, data_root,
-                                    main_wrapper, run_pipeline, shown, write_lines)
+from mixer_plugin.data.prep import (
+    Parallel,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    data_root,
+    main_wrapper,
+    run_pipeline,
+    shown,
+    write_lines,
+)
 
 RECIPE = "corpus"
 RECIPES = {RECIPE: []}
@@ -63,18 +73,20 @@ def experiment_file(args, prepare: List[str]) -> dict:
         "title": f"{args.src}->{args.tgt} on {args.corpus.name}",
         "data": RECIPE,
         "prepare": shlex.join(prepare),
-        "train": "--share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0 --lr 0.002 --lr-scheduler inverse_sqrt "
-                 "--warmup-updates 400 --warmup-init-lr 1e-07 --dropout 0.0 --criterion label_smoothed_cross_entropy "
-                 "--label-smoothing 0.1 --max-tokens 2048 --max-update 3750 --no-epoch-checkpoints "
-                 "--save-interval-updates 250 --keep-interval-updates 5 --num-workers 0 --log-format simple "
-                 "--log-interval 50",
+        "train": "--share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0 --lr 0.002 "
+        "--lr-scheduler inverse_sqrt --warmup-updates 400 --warmup-init-lr 1e-07 --dropout 0.0 "
+        "--criterion label_smoothed_cross_entropy --label-smoothing 0.1 --max-tokens 2048 --max-update 3750 "
+        "--no-epoch-checkpoints --save-interval-updates 250 --keep-interval-updates 5 --num-workers 0 "
+        "--log-format simple --log-interval 50",
         "generate": {"subset": "test", "average_last": 5, "flags": "--beam 4 --max-len-a 1.2 --max-len-b 10"},
         "score": {"metrics": ["bleu", "chrf"], "baseline": "transformer"},
         "models": {
             "transformer": {"arch": "mixer_small_attn"},
-            "multinn": {"arch": "mixer_small_attn",
-                        "train": "--encoder-layers 3 --encoder-mixers ngram:n=5:global=1:proj=slice:out=none "
-                                 "--decoder-mixers ngram:n=5:proj=slice:out=none"},
+            "multinn": {
+                "arch": "mixer_small_attn",
+                "train": "--encoder-layers 3 --encoder-mixers ngram:n=5:global=1:proj=slice:out=none "
+                "--decoder-mixers ngram:n=5:proj=slice:out=none",
+            },
         },
     }
 
@@ -97,8 +109,9 @@ def main(argv: Optional[List[str]] = None):
     ws = Workspace(args.root or data_root(RECIPE, prepare), args, RECIPE)
     sources = test_sources(args.corpus, args.src)
     extra = {"corpus": str(args.corpus), **({"sources": {"test": "raw/test.source"}} if sources else {})}
-    spec = Parallel(args.src, args.tgt, {"train": "train", "valid": "valid", "test": "test"}, tokenize="none",
-                    extra=extra)
+    spec = Parallel(
+        args.src, args.tgt, {"train": "train", "valid": "valid", "test": "test"}, tokenize="none", extra=extra
+    )
 
     def write_raw(out: Path):
         copy_split_files(args.corpus, out, [f"{s}.{lang}" for s in spec.splits for lang in (args.src, args.tgt)])
@@ -108,11 +121,14 @@ def main(argv: Optional[List[str]] = None):
     run_pipeline(ws, spec, write_raw)
     if args.config:
         args.config.parent.mkdir(parents=True, exist_ok=True)
-        header = (f"# written by `mixer-prepare corpus`; its data is {shown(ws.root)}"
-                  + (" (mixer-run prepares its own copy: --root was given)" if args.root else "")
-                  + "\n# no jobs/threads: mixer-run runs as many runs at a time as the machine has cores for\n")
-        args.config.write_text(header + yaml.safe_dump(experiment_file(args, prepare), sort_keys=False),
-                               encoding="utf-8")
+        header = (
+            f"# written by `mixer-prepare corpus`; its data is {shown(ws.root)}"
+            + (" (mixer-run prepares its own copy: --root was given)" if args.root else "")
+            + "\n# no jobs/threads: mixer-run runs as many runs at a time as the machine has cores for\n"
+        )
+        args.config.write_text(
+            header + yaml.safe_dump(experiment_file(args, prepare), sort_keys=False), encoding="utf-8"
+        )
         print(f"wrote {args.config}: run it with `mixer-run {args.config}`")
 
 

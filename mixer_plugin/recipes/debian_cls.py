@@ -25,10 +25,24 @@ def binarize(ws, spec):
     with atomic_path(ws.dir("bin")) as tmp:
         tmp.mkdir(parents=True)
         for name, folder in (("input0", sub), ("label", raw)):
-            fairseq_preprocess(["--only-source", "--source-lang", name, "--trainpref", str(folder / "train"),
-                                "--validpref", str(folder / "valid"), "--testpref", str(folder / "test"),
-                                "--destdir", str(tmp / name), "--workers", str(ws.args.workers)],
-                               ws.root / f"preprocess.{name}.log")
+            fairseq_preprocess(
+                [
+                    "--only-source",
+                    "--source-lang",
+                    name,
+                    "--trainpref",
+                    str(folder / "train"),
+                    "--validpref",
+                    str(folder / "valid"),
+                    "--testpref",
+                    str(folder / "test"),
+                    "--destdir",
+                    str(tmp / name),
+                    "--workers",
+                    str(ws.args.workers),
+                ],
+                ws.root / f"preprocess.{name}.log",
+            )
             for split in SPLITS:  # sentence_prediction reads <split>.bin / .idx, not <split>.<lang>-None.<lang>
                 for ext in ("bin", "idx"):
                     (tmp / name / f"{split}.{name}-None.{name}.{ext}").rename(tmp / name / f"{split}.{ext}")

@@ -22,9 +22,16 @@ RECIPES = {RECIPE: []}  # recipe name -> fixed arguments of this script
 
 
 def main(argv=None):
-    shared_corpus_main(RECIPE, __doc__, argv, "en-de", ("en", "de"), bundled="debian-en-de",
-                       extra_args=lambda p: p.add_argument("--src", default="en", choices=("en", "de")),
-                       direction=lambda a: (a.src, "de" if a.src == "en" else "en"))
+    shared_corpus_main(
+        RECIPE,
+        __doc__,
+        argv,
+        "en-de",
+        ("en", "de"),
+        bundled="debian-en-de",
+        extra_args=lambda p: p.add_argument("--src", default="en", choices=("en", "de")),
+        direction=lambda a: (a.src, "de" if a.src == "en" else "en"),
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,21 @@ every epoch; the full 190k is slow) [all].  Scored with ROUGE-1/2/L F1 on the to
 
 import sys
 
-from mixer_plugin.data.prep import (Download, Parallel, PrepError, Workspace, add_subword_args, archive_names, common_parser, fetch,
-                      main_wrapper, member_lines, resolve_root, run_pipeline, write_lines)
+from mixer_plugin.data.prep import (
+    Download,
+    Parallel,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    archive_names,
+    common_parser,
+    fetch,
+    main_wrapper,
+    member_lines,
+    resolve_root,
+    run_pipeline,
+    write_lines,
+)
 
 RECIPE = "gigaword"
 RECIPES = {RECIPE: []}
@@ -30,12 +43,16 @@ SOURCES = [
     Download("ggw_data.zip", [], note="(the UniLM release of the same data, org_data/)"),
 ]
 LAYOUTS = {
-    "summary.tar.gz": {"train": ("train.article.txt.gz", "train.title.txt.gz"),
-                       "valid": ("valid.article.filter.txt.gz", "valid.title.filter.txt.gz"),
-                       "test": ("Giga/input.txt", "Giga/task1_ref0.txt")},
-    "ggw_data.zip": {"train": ("org_data/train.src.txt", "org_data/train.tgt.txt"),
-                     "valid": ("org_data/dev.src.txt", "org_data/dev.tgt.txt"),
-                     "test": ("org_data/test.src.txt", "org_data/test.tgt.txt")},
+    "summary.tar.gz": {
+        "train": ("train.article.txt.gz", "train.title.txt.gz"),
+        "valid": ("valid.article.filter.txt.gz", "valid.title.filter.txt.gz"),
+        "test": ("Giga/input.txt", "Giga/task1_ref0.txt"),
+    },
+    "ggw_data.zip": {
+        "train": ("org_data/train.src.txt", "org_data/train.tgt.txt"),
+        "valid": ("org_data/dev.src.txt", "org_data/dev.tgt.txt"),
+        "test": ("org_data/test.src.txt", "org_data/test.tgt.txt"),
+    },
 }
 
 
@@ -74,8 +91,13 @@ def main(argv=None):
     add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
     ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
-    spec = Parallel("src", "tgt", {"train": "train", "valid": "valid", "test": "Giga test (1951)"},
-                    tokenize="pretokenized", extra={"valid_size": args.valid_size})
+    spec = Parallel(
+        "src",
+        "tgt",
+        {"train": "train", "valid": "valid", "test": "Giga test (1951)"},
+        tokenize="pretokenized",
+        extra={"valid_size": args.valid_size},
+    )
     run_pipeline(ws, spec, lambda out: write_raw(ws, out, args.valid_size))
 
 

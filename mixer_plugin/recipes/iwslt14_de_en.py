@@ -19,29 +19,56 @@ prints and the papers report; sacrebleu on the detokenized text besides.
 
 import sys
 
-from mixer_plugin.data.prep import (Download, Parallel, Workspace, add_subword_args, common_parser, main_wrapper,
-                                    resolve_root, run_pipeline)
+from mixer_plugin.data.prep import (
+    Download,
+    Parallel,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    main_wrapper,
+    resolve_root,
+    run_pipeline,
+)
 from mixer_plugin.data.ted import write_ted
 
 RECIPE = "iwslt14_de_en"
 RECIPES = {RECIPE: []}
 ARCHIVE = Download(
     "de-en.tgz",
-    ["http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
-     "https://wit3.fbk.eu/archive/2014-01/texts/de/en/de-en.tgz"],
+    [
+        "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
+        "https://wit3.fbk.eu/archive/2014-01/texts/de/en/de-en.tgz",
+    ],
 )
-TEST_SETS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
-             "IWSLT14.TED.tst2012"]
+TEST_SETS = [
+    "IWSLT14.TED.dev2010",
+    "IWSLT14.TEDX.dev2012",
+    "IWSLT14.TED.tst2010",
+    "IWSLT14.TED.tst2011",
+    "IWSLT14.TED.tst2012",
+]
+
+
 def main(argv=None):
     p = common_parser(RECIPE, __doc__)
     add_subword_args(p, kind="bpe", vocab=10000, lowercase=True)
     args = p.parse_args(argv)
     ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
-    spec = Parallel("de", "en", {"train": "train.tags.de-en (cleaned, without every 23rd pair)",
-                                 "valid": "every 23rd pair of the cleaned train",
-                                 "test": "+".join(TEST_SETS)},
-                    tokenize="moses", aggressive_dash=False, normalize=False, clean=(1, 175, 1.5), valid_every=23,
-                    extra={"xml_apostrophe": True})
+    spec = Parallel(
+        "de",
+        "en",
+        {
+            "train": "train.tags.de-en (cleaned, without every 23rd pair)",
+            "valid": "every 23rd pair of the cleaned train",
+            "test": "+".join(TEST_SETS),
+        },
+        tokenize="moses",
+        aggressive_dash=False,
+        normalize=False,
+        clean=(1, 175, 1.5),
+        valid_every=23,
+        extra={"xml_apostrophe": True},
+    )
     run_pipeline(ws, spec, lambda out: write_ted(ws, out, ARCHIVE, "de", "en", {"test": TEST_SETS}, apostrophe=True))
 
 

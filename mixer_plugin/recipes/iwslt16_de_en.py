@@ -19,28 +19,54 @@ instead, as the IWSLT14 recipe does.  Scoring: tokenized BLEU (multi-bleu.perl),
 
 import sys
 
-from mixer_plugin.data.prep import Download, Parallel, Workspace, add_subword_args, common_parser, main_wrapper, resolve_root, run_pipeline
+from mixer_plugin.data.prep import (
+    Download,
+    Parallel,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    main_wrapper,
+    resolve_root,
+    run_pipeline,
+)
 from mixer_plugin.data.ted import write_ted
 
 RECIPE = "iwslt16_de_en"
 RECIPES = {RECIPE: []}
-ARCHIVE = Download("de-en-2016.tgz", ["https://wit3.fbk.eu/archive/2016-01/texts/de/en/de-en.tgz"],
-                   note="(WIT3 serves it as de-en.tgz; save it as de-en-2016.tgz, it differs from the 2014 one)")
+ARCHIVE = Download(
+    "de-en-2016.tgz",
+    ["https://wit3.fbk.eu/archive/2016-01/texts/de/en/de-en.tgz"],
+    note="(WIT3 serves it as de-en.tgz; save it as de-en-2016.tgz, it differs from the 2014 one)",
+)
 DEV = ["IWSLT16.TED.dev2010", "IWSLT16.TEDX.dev2012"]
 TEST = [f"IWSLT16.TED.tst{y}" for y in range(2010, 2015)]
 
 
 def main(argv=None):
     p = common_parser(RECIPE, __doc__)
-    p.add_argument("--valid", choices=("dev", "every23"), default="dev",
-                   help="dev: dev2010 + TEDX dev2012; every23: every 23rd cleaned training pair")
+    p.add_argument(
+        "--valid",
+        choices=("dev", "every23"),
+        default="dev",
+        help="dev: dev2010 + TEDX dev2012; every23: every 23rd cleaned training pair",
+    )
     add_subword_args(p, kind="spm", vocab=40000, spm_type="bpe")
     args = p.parse_args(argv)
     ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
     every = 23 if args.valid == "every23" else None
-    spec = Parallel("de", "en", {"train": "train.tags.de-en", "valid": "every 23rd train pair" if every else "+".join(DEV),
-                                 "test": "+".join(TEST)},
-                    tokenize="moses", clean=(1, 80, 9.0), truecase=True, valid_every=every)
+    spec = Parallel(
+        "de",
+        "en",
+        {
+            "train": "train.tags.de-en",
+            "valid": "every 23rd train pair" if every else "+".join(DEV),
+            "test": "+".join(TEST),
+        },
+        tokenize="moses",
+        clean=(1, 80, 9.0),
+        truecase=True,
+        valid_every=every,
+    )
     sets = {"test": TEST} if every else {"valid": DEV, "test": TEST}
     run_pipeline(ws, spec, lambda out: write_ted(ws, out, ARCHIVE, "de", "en", sets))
 

@@ -12,7 +12,15 @@ from our copy of the paper; 32k is Vaswani et al.'s (wordpiece) size and the def
 
 import sys
 
-from mixer_plugin.data.prep import Parallel, Workspace, add_subword_args, common_parser, main_wrapper, resolve_root, run_pipeline
+from mixer_plugin.data.prep import (
+    Parallel,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    main_wrapper,
+    resolve_root,
+    run_pipeline,
+)
 from mixer_plugin.data.wmt import write_wmt_raw
 
 RECIPE = "wmt14_en_fr"
@@ -35,10 +43,20 @@ def main(argv=None):
     ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
     corpora = CORPORA[:-1] if args.no_giga else CORPORA
     valid = args.valid.split(",")
-    spec = Parallel("en", "fr", {"train": " + ".join(p for _, p in corpora), "valid": "+".join(valid),
-                                 "test": "newstest2014"}, tokenize="moses", clean=(1, 250, 1.5))
-    run_pipeline(ws, spec, lambda out: write_wmt_raw(ws, out, corpora, "en", "fr", ["dev-wmt14.tgz"], valid,
-                                                     ["test-full.tgz"], {"test": "newstest2014"}))
+    spec = Parallel(
+        "en",
+        "fr",
+        {"train": " + ".join(p for _, p in corpora), "valid": "+".join(valid), "test": "newstest2014"},
+        tokenize="moses",
+        clean=(1, 250, 1.5),
+    )
+    run_pipeline(
+        ws,
+        spec,
+        lambda out: write_wmt_raw(
+            ws, out, corpora, "en", "fr", ["dev-wmt14.tgz"], valid, ["test-full.tgz"], {"test": "newstest2014"}
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -21,15 +21,31 @@ Vaswani et al.) and sacrebleu against the raw ``ref/test.de``.
 
 import sys
 
-from mixer_plugin.data.prep import (Download, Parallel, PrepError, Workspace, add_subword_args, atomic_path, common_parser,
-                      fairseq_preprocess, fetch, find_member, main_wrapper, member_lines, read_member, resolve_root,
-                      run_pipeline, write_lines)
+from mixer_plugin.data.prep import (
+    Download,
+    Parallel,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    atomic_path,
+    common_parser,
+    fairseq_preprocess,
+    fetch,
+    find_member,
+    main_wrapper,
+    member_lines,
+    read_member,
+    resolve_root,
+    run_pipeline,
+    write_lines,
+)
 from mixer_plugin.data.wmt import write_wmt_raw
 
 RECIPE = "wmt16_en_de"
 RECIPES = {RECIPE: []}
 GOOGLE = Download(
-    "wmt16_en_de.tar.gz", ["https://drive.google.com/uc?export=download&id=0B_bZck-ksdkpM25jRUN2X2UxMm8"],
+    "wmt16_en_de.tar.gz",
+    ["https://drive.google.com/uc?export=download&id=0B_bZck-ksdkpM25jRUN2X2UxMm8"],
     note="(Google Drive: open the link in a browser, confirm, and save wmt16_en_de.tar.gz)",
 )
 RAW_CORPORA = [
@@ -42,7 +58,9 @@ RAW_CORPORA = [
 def google_raw(ws, out, src="en", tgt="de"):
     tar = fetch(GOOGLE, ws)
     files = {
-        "train": "train.tok.clean.bpe.32000", "valid": "newstest2013.tok.bpe.32000", "test": "newstest2014.tok.bpe.32000",
+        "train": "train.tok.clean.bpe.32000",
+        "valid": "newstest2013.tok.bpe.32000",
+        "test": "newstest2014.tok.bpe.32000",
     }
     for split, prefix in files.items():
         for lang in (src, tgt):
@@ -65,19 +83,40 @@ def main(argv=None):
     valid = args.valid.split(",")
     if args.variant == "google":
         if args.subword != "bpe" or args.vocab != 32000 or args.lowercase or args.valid != "newstest2013":
-            raise PrepError("--variant google is Google's BPE-32k data as it is: --subword/--vocab/--lowercase/"
-                            "--valid need --variant raw")
-        spec = Parallel("en", "de", {"train": "train.tok.clean.bpe.32000", "valid": "newstest2013",
-                                     "test": "newstest2014"}, tokenize="pretokenized", presegmented=True,
-                        extra={"variant": "google", "moses_tokenized_input": True},
-                        binarizer=lambda ws_, spec_: binarize_google(ws_, spec_))
+            raise PrepError(
+                "--variant google is Google's BPE-32k data as it is: --subword/--vocab/--lowercase/"
+                "--valid need --variant raw"
+            )
+        spec = Parallel(
+            "en",
+            "de",
+            {"train": "train.tok.clean.bpe.32000", "valid": "newstest2013", "test": "newstest2014"},
+            tokenize="pretokenized",
+            presegmented=True,
+            extra={"variant": "google", "moses_tokenized_input": True},
+            binarizer=lambda ws_, spec_: binarize_google(ws_, spec_),
+        )
         run_pipeline(ws, spec, lambda out: google_raw(ws, out))
     else:
-        spec = Parallel("en", "de", {"train": "europarl-v7 + commoncrawl + news-commentary-v11",
-                                     "valid": "+".join(valid), "test": "newstest2014"},
-                        tokenize="moses", clean=(1, 250, 1.5), extra={"variant": "raw"})
-        run_pipeline(ws, spec, lambda out: write_wmt_raw(ws, out, RAW_CORPORA, "en", "de", ["dev-wmt17.tgz"], valid,
-                                                         ["test-full.tgz"], {"test": "newstest2014"}))
+        spec = Parallel(
+            "en",
+            "de",
+            {
+                "train": "europarl-v7 + commoncrawl + news-commentary-v11",
+                "valid": "+".join(valid),
+                "test": "newstest2014",
+            },
+            tokenize="moses",
+            clean=(1, 250, 1.5),
+            extra={"variant": "raw"},
+        )
+        run_pipeline(
+            ws,
+            spec,
+            lambda out: write_wmt_raw(
+                ws, out, RAW_CORPORA, "en", "de", ["dev-wmt17.tgz"], valid, ["test-full.tgz"], {"test": "newstest2014"}
+            ),
+        )
 
 
 def binarize_google(ws, spec):
@@ -85,10 +124,30 @@ def binarize_google(ws, spec):
     sub = ws.dir("subword")
     with atomic_path(ws.dir("bin")) as tmp:
         tmp.mkdir(parents=True)
-        fairseq_preprocess(["--source-lang", "en", "--target-lang", "de", "--trainpref", str(sub / "train"),
-                            "--validpref", str(sub / "valid"), "--testpref", str(sub / "test"), "--destdir", str(tmp),
-                            "--nwordssrc", "32768", "--nwordstgt", "32768", "--joined-dictionary",
-                            "--workers", str(ws.args.workers)], ws.root / "preprocess.log")
+        fairseq_preprocess(
+            [
+                "--source-lang",
+                "en",
+                "--target-lang",
+                "de",
+                "--trainpref",
+                str(sub / "train"),
+                "--validpref",
+                str(sub / "valid"),
+                "--testpref",
+                str(sub / "test"),
+                "--destdir",
+                str(tmp),
+                "--nwordssrc",
+                "32768",
+                "--nwordstgt",
+                "32768",
+                "--joined-dictionary",
+                "--workers",
+                str(ws.args.workers),
+            ],
+            ws.root / "preprocess.log",
+        )
     return {}
 
 

@@ -29,8 +29,24 @@ Variants:
 import sys
 from pathlib import Path
 
-from mixer_plugin.data.prep import (WORK, Download, Parallel, PrepError, Workspace, add_subword_args, archive_names, common_parser, fetch,
-                      detruecase, main_wrapper, member_lines, moses_detokenize, read_lines, run_pipeline, write_lines)
+from mixer_plugin.data.prep import (
+    WORK,
+    Download,
+    Parallel,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    archive_names,
+    common_parser,
+    detruecase,
+    fetch,
+    main_wrapper,
+    member_lines,
+    moses_detokenize,
+    read_lines,
+    run_pipeline,
+    write_lines,
+)
 from mixer_plugin.data.wmt import write_wmt_raw
 
 LANGS = ("de", "fi", "lv", "ru", "tr", "cs", "zh")
@@ -39,10 +55,17 @@ PRE = "http://data.statmt.org/wmt17/translation-task/preprocessed"
 PRE18 = "http://data.statmt.org/wmt18/translation-task/preprocessed"
 WMT18_PAIRS = ("cs", "de", "fi", "ru", "tr", "zh")  # x-en pairs of WMT18's preprocessed release
 IHEAD_CORPORA = {
-    "de": [("training-parallel-europarl-v7.tgz", "europarl-v7.de-en"), ("training-parallel-commoncrawl.tgz", "commoncrawl.de-en"),
-           ("training-parallel-nc-v12.tgz", "news-commentary-v12.de-en"), ("rapid2016.tgz", "rapid2016.de-en")],
-    "cs": [("training-parallel-europarl-v7.tgz", "europarl-v7.cs-en"), ("training-parallel-commoncrawl.tgz", "commoncrawl.cs-en"),
-           ("training-parallel-nc-v12.tgz", "news-commentary-v12.cs-en")],
+    "de": [
+        ("training-parallel-europarl-v7.tgz", "europarl-v7.de-en"),
+        ("training-parallel-commoncrawl.tgz", "commoncrawl.de-en"),
+        ("training-parallel-nc-v12.tgz", "news-commentary-v12.de-en"),
+        ("rapid2016.tgz", "rapid2016.de-en"),
+    ],
+    "cs": [
+        ("training-parallel-europarl-v7.tgz", "europarl-v7.cs-en"),
+        ("training-parallel-commoncrawl.tgz", "commoncrawl.cs-en"),
+        ("training-parallel-nc-v12.tgz", "news-commentary-v12.cs-en"),
+    ],
 }
 IHEAD_MAX_LEN = {"de": 100, "cs": 80}
 
@@ -50,17 +73,30 @@ IHEAD_MAX_LEN = {"de": 100, "cs": 80}
 def preprocessed_raw(ws, out, src, tgt, valid, test):
     x = src if tgt == "en" else tgt
     pair = f"{x}-en"
-    corpus = {lang: fetch(Download(f"corpus.tc.{lang}.gz", [f"{PRE}/{pair}/corpus.tc.{lang}.gz"],
-                                   note=f"(from {PRE}/{pair}/)"), ws) for lang in (src, tgt)}
+    corpus = {
+        lang: fetch(
+            Download(f"corpus.tc.{lang}.gz", [f"{PRE}/{pair}/corpus.tc.{lang}.gz"], note=f"(from {PRE}/{pair}/)"), ws
+        )
+        for lang in (src, tgt)
+    }
     dev = fetch(Download("dev.tgz", [f"{PRE}/{pair}/dev.tgz"], note=f"(from {PRE}/{pair}/)"), ws)
     for lang in (src, tgt):
         write_lines(out / f"train.{lang}", read_lines(corpus[lang]))
     names = {n.rsplit("/", 1)[-1]: (dev, n) for n in archive_names(dev)}
     wanted = [f"{name}.tc.{lang}" for name in (valid, test) for lang in (src, tgt)]
-    if x in WMT18_PAIRS and any(w not in names and w.startswith("newstest2017.") for w in wanted) and not any(
-            (Path(d) / w).is_file() for d in ws.user_downloads for w in wanted):
-        dev18 = fetch(Download("dev-wmt18.tgz", [f"{PRE18}/{pair}/dev.tgz"],
-                               note=f"(WMT18's {PRE18}/{pair}/dev.tgz, saved as dev-wmt18.tgz)"), ws)
+    if (
+        x in WMT18_PAIRS
+        and any(w not in names and w.startswith("newstest2017.") for w in wanted)
+        and not any((Path(d) / w).is_file() for d in ws.user_downloads for w in wanted)
+    ):
+        dev18 = fetch(
+            Download(
+                "dev-wmt18.tgz",
+                [f"{PRE18}/{pair}/dev.tgz"],
+                note=f"(WMT18's {PRE18}/{pair}/dev.tgz, saved as dev-wmt18.tgz)",
+            ),
+            ws,
+        )
         names = {**{n.rsplit("/", 1)[-1]: (dev18, n) for n in archive_names(dev18)}, **names}
     (out / "ref").mkdir()
     for split, name in (("valid", valid), ("test", test)):
@@ -68,12 +104,18 @@ def preprocessed_raw(ws, out, src, tgt, valid, test):
             if f"{name}.tc.{lang}" in names:
                 lines = member_lines(*names[f"{name}.tc.{lang}"])
             else:
-                own = [Path(d) / f"{name}.tc.{lang}" for d in ws.user_downloads if (Path(d) / f"{name}.tc.{lang}").is_file()]
+                own = [
+                    Path(d) / f"{name}.tc.{lang}"
+                    for d in ws.user_downloads
+                    if (Path(d) / f"{name}.tc.{lang}").is_file()
+                ]
                 if not own:
                     have = sorted(n for n in names if ".tc." in n)
-                    raise PrepError(f"{dev} has no {name}.tc.{lang} (it has {have[:10]}); choose --valid/--test "
-                                    f"from those, or put {name}.tc.{lang} (tokenized + truecased like the release) "
-                                    f"in a --downloads folder")
+                    raise PrepError(
+                        f"{dev} has no {name}.tc.{lang} (it has {have[:10]}); choose --valid/--test "
+                        f"from those, or put {name}.tc.{lang} (tokenized + truecased like the release) "
+                        f"in a --downloads folder"
+                    )
                 lines = read_lines(own[0])
             write_lines(out / f"{split}.{lang}", lines)
     return {"pair_folder": f"{PRE}/{pair}/"}
@@ -103,15 +145,39 @@ def main(argv=None):
     ws = Workspace(root, args, recipe)
     if ihead:
         tests = {"test": "newstest2014", "test1": "newstest2015", "test2": "newstest2016", "test3": "newstest2017"}
-        spec = Parallel(args.src, args.tgt, {"train": " + ".join(c for _, c in IHEAD_CORPORA[x]), "valid": "newstest2013", **tests},
-                        tokenize="moses", clean=(1, IHEAD_MAX_LEN[x], 9.0), truecase=True, extra={"variant": "ihead"})
-        run_pipeline(ws, spec, lambda out: write_wmt_raw(ws, out, IHEAD_CORPORA[x], args.src, args.tgt, ["dev-wmt17.tgz"],
-                                                         ["newstest2013"], ["dev-wmt17.tgz", "test-wmt17.tgz"], tests))
+        spec = Parallel(
+            args.src,
+            args.tgt,
+            {"train": " + ".join(c for _, c in IHEAD_CORPORA[x]), "valid": "newstest2013", **tests},
+            tokenize="moses",
+            clean=(1, IHEAD_MAX_LEN[x], 9.0),
+            truecase=True,
+            extra={"variant": "ihead"},
+        )
+        run_pipeline(
+            ws,
+            spec,
+            lambda out: write_wmt_raw(
+                ws,
+                out,
+                IHEAD_CORPORA[x],
+                args.src,
+                args.tgt,
+                ["dev-wmt17.tgz"],
+                ["newstest2013"],
+                ["dev-wmt17.tgz", "test-wmt17.tgz"],
+                tests,
+            ),
+        )
         return
     valid = args.valid or ("newsdev2017" if x in ("lv", "zh") else "newstest2016")
-    spec = Parallel(args.src, args.tgt, {"train": "corpus.tc", "valid": valid, "test": args.test},
-                    tokenize="pretokenized",
-                    extra={"variant": "preprocessed", "truecased_input": True, "moses_tokenized_input": True})
+    spec = Parallel(
+        args.src,
+        args.tgt,
+        {"train": "corpus.tc", "valid": valid, "test": args.test},
+        tokenize="pretokenized",
+        extra={"variant": "preprocessed", "truecased_input": True, "moses_tokenized_input": True},
+    )
 
     def write_raw(out):
         info = preprocessed_raw(ws, out, args.src, args.tgt, valid, args.test)

@@ -20,8 +20,7 @@ def widths(case, D):
 def heads_of(m, case, x, kv, b):
     """Row b's queries, keys and values split into heads: (T, H, d), (S, H, d), (S, H, dv)."""
     H, d, dv = widths(case, x.size(-1))
-    return (m.q_proj(x[:, b]).view(-1, H, d), m.k_proj(kv[:, b]).view(-1, H, d),
-            m.v_proj(kv[:, b]).view(-1, H, dv))
+    return (m.q_proj(x[:, b]).view(-1, H, d), m.k_proj(kv[:, b]).view(-1, H, d), m.v_proj(kv[:, b]).view(-1, H, dv))
 
 
 def algorithm1_mask(allowed, b, T, S, dtype):

@@ -53,7 +53,9 @@ class Row(NamedTuple):
     scores: Tuple[Tuple[str, float], ...] = ()  # (what, value): ("WMT16 en-de BLEU", 27.15)
 
     def describe(self) -> str:
-        figures = ([f"{self.params:g}M"] if self.params else []) + [f"{what} {value:.2f}" for what, value in self.scores]
+        figures = ([f"{self.params:g}M"] if self.params else []) + [
+            f"{what} {value:.2f}" for what, value in self.scores
+        ]
         return f"{self.table} {self.name}" + (f" ({', '.join(figures)})" if figures else "")
 
 

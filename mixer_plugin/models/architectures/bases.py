@@ -47,5 +47,10 @@ def wmt_big_architecture(args):
 
 
 # The CPU size's transformer: the baseline of every CPU experiment, in no paper's table
-register_table({"mixer_small_attn": Arch("mixer_small", {}, (), ("debian_en_de",),
-                                         note="CPU size (2+2 layers, d=256): the transformer")})
+register_table(
+    {
+        "mixer_small_attn": Arch(
+            "mixer_small", {}, (), ("debian_en_de",), note="CPU size (2+2 layers, d=256): the transformer"
+        )
+    }
+)

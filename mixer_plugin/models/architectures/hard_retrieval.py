@@ -12,15 +12,12 @@ EN-DE sample.
 from . import Arch, Paper, Row, register_table
 
 WMT14 = ("wmt16_en_de", "wmt14_en_fr")  # Ott et al.'s WMT16 en-de = WMT14 en-de, newstest2014
-WMT17 = tuple(
-    f"wmt17_{a}_{b}" for x in ("de", "fi", "lv", "ru", "tr", "cs") for a, b in (("en", x), (x, "en"))
-)
+WMT17 = tuple(f"wmt17_{a}_{b}" for x in ("de", "fi", "lv", "ru", "tr", "cs") for a, b in (("en", x), (x, "en")))
 DEBIAN = ("debian_en_de",)
 
 CROSS = {"decoder_cross_mixers": "hard"}
 DEC = {"decoder_mixers": "hard", "decoder_cross_mixers": "hard"}
 ALL = {"encoder_mixers": "hard", **DEC}
-
 
 
 def row(table: str, name: str, **scores) -> Row:
@@ -32,13 +29,22 @@ T3 = lambda name, bleu, speedup: row("T3", name, **{"BLEU": bleu, "decoding spee
 
 TABLE = {
     "mixer_wmt_hard_none": Arch(
-        "mixer_wmt", {}, (T1("Transformer Base", 27.55, 39.54), T3("None (150.15 sent/s)", 27.55, 1.0),
-                          row("T5", "Std")), WMT14 + WMT17,
+        "mixer_wmt",
+        {},
+        (T1("Transformer Base", 27.55, 39.54), T3("None (150.15 sent/s)", 27.55, 1.0), row("T5", "Std")),
+        WMT14 + WMT17,
     ),
     "mixer_wmt_hard_cross": Arch("mixer_wmt", CROSS, (T3("Dec Cross-Attn", 27.59, 1.25),), WMT14[:1]),
     "mixer_wmt_hard_dec": Arch(
-        "mixer_wmt", DEC, (T1("Base with Hard Dec Attn", 27.73, 39.39), T3("Dec Cross- and Self-Attn", 27.73, 1.43),
-                           row("T4", "train Hard / decode Hard", BLEU=27.73), row("T5", "Hard")), WMT14 + WMT17,
+        "mixer_wmt",
+        DEC,
+        (
+            T1("Base with Hard Dec Attn", 27.73, 39.39),
+            T3("Dec Cross- and Self-Attn", 27.73, 1.43),
+            row("T4", "train Hard / decode Hard", BLEU=27.73),
+            row("T5", "Hard"),
+        ),
+        WMT14 + WMT17,
     ),
     "mixer_wmt_hard_all": Arch(
         "mixer_wmt", ALL, (T3("Enc Self- and Dec Cross- and Self-Attn", 26.60, 1.46),), WMT14[:1]
@@ -52,17 +58,27 @@ TABLE = {
 }
 
 PAPER = Paper(
-    "hard_retrieval", "Xu et al. 2021", "Learning Hard Retrieval Decoder Attention for Transformers",
-    "ACL Anthology 2021.findings-emnlp.67, arXiv:2009.14658", "docs/hard_retrieval.md",
+    "hard_retrieval",
+    "Xu et al. 2021",
+    "Learning Hard Retrieval Decoder Attention for Transformers",
+    "ACL Anthology 2021.findings-emnlp.67, arXiv:2009.14658",
+    "docs/hard_retrieval.md",
     # WMT14 En-De with its own BPE, validated on newstest2012 and 2013 (§4)
     prepare={"wmt16_en_de": "--variant raw --valid newstest2012,newstest2013"},
     # Table 4: a converged model decoded with the other attention, without retraining
     decodes={
-        ("mixer_wmt_hard_none", "wmt16_en_de"): {"decode_hard": (
-            "T4 train Soft / decode Hard (BLEU 26.30)", {"decoder_mixers": "hard", "decoder_cross_mixers": "hard"})},
-        ("mixer_wmt_hard_dec", "wmt16_en_de"): {"decode_soft": (
-            "T4 train Hard / decode Soft (BLEU 27.80)",
-            {"decoder_mixers": "hard:decode=soft", "decoder_cross_mixers": "hard:decode=soft"})},
+        ("mixer_wmt_hard_none", "wmt16_en_de"): {
+            "decode_hard": (
+                "T4 train Soft / decode Hard (BLEU 26.30)",
+                {"decoder_mixers": "hard", "decoder_cross_mixers": "hard"},
+            )
+        },
+        ("mixer_wmt_hard_dec", "wmt16_en_de"): {
+            "decode_soft": (
+                "T4 train Hard / decode Soft (BLEU 27.80)",
+                {"decoder_mixers": "hard:decode=soft", "decoder_cross_mixers": "hard:decode=soft"},
+            )
+        },
     },
 )
 register_table(TABLE, PAPER)

@@ -53,8 +53,13 @@ def ihead_architecture(args):
 
 def everywhere(spec: str, heads: int) -> dict:
     """One mixer in all three roles, with H heads on both sides."""
-    return dict(encoder_mixers=spec, decoder_mixers=spec, decoder_cross_mixers=spec,
-                encoder_attention_heads=heads, decoder_attention_heads=heads)
+    return dict(
+        encoder_mixers=spec,
+        decoder_mixers=spec,
+        decoder_cross_mixers=spec,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+    )
 
 
 def row(H: int, name: str) -> Row:
@@ -72,36 +77,59 @@ for H in HEADS:
         TABLE[f"mixer_ihead_{key}_h{H}"] = Arch("mixer_ihead", everywhere(spec, H), (row(H, what),), data_for(H))
     for data, n in MEAN_LENGTH.items():
         TABLE[f"mixer_ihead_fixed_n{n}_h{H}"] = Arch(
-            "mixer_ihead", everywhere(f"fixed_head:head_dim={n}", H),
-            (row(H, f"MHA with head size = mean length n={n} (Bhojanapalli et al.)"),), (data,),
+            "mixer_ihead",
+            everywhere(f"fixed_head:head_dim={n}", H),
+            (row(H, f"MHA with head size = mean length n={n} (Bhojanapalli et al.)"),),
+            (data,),
         )
 for H in PAIRWISE_HEADS:
     TABLE[f"mixer_ihead_pairwise_h{H}"] = Arch(
-        "mixer_ihead", everywhere("interacting:reading=pairwise", H), (), ALL_DATA,
+        "mixer_ihead",
+        everywhere("interacting:reading=pairwise", H),
+        (),
+        ALL_DATA,
         note=f"interacting-head attention, pairwise reading (§3.3 sub-sub-outputs), {H} heads",
     )
 # ---- CPU-sized rows for the bundled sample (2+2 layers, d=256)
 for H in SMALL_HEADS:
     for key, (spec, what) in MIXERS.items():
         TABLE[f"mixer_small_ihead_{key}_h{H}"] = Arch(
-            "mixer_small", everywhere(spec, H), (), SAMPLE, note=f"CPU size: {what}, {H} heads",
+            "mixer_small",
+            everywhere(spec, H),
+            (),
+            SAMPLE,
+            note=f"CPU size: {what}, {H} heads",
         )
     TABLE[f"mixer_small_ihead_fixed_h{H}"] = Arch(
-        "mixer_small", everywhere(f"fixed_head:head_dim={SAMPLE_MEAN_LENGTH}", H), (), SAMPLE,
+        "mixer_small",
+        everywhere(f"fixed_head:head_dim={SAMPLE_MEAN_LENGTH}", H),
+        (),
+        SAMPLE,
         note=f"CPU size: head size = sample mean length {SAMPLE_MEAN_LENGTH}, {H} heads",
     )
 TABLE["mixer_small_ihead_pairwise_h8"] = Arch(
-    "mixer_small", everywhere("interacting:reading=pairwise", 8), (), SAMPLE, note="CPU size: pairwise reading, 8 heads",
+    "mixer_small",
+    everywhere("interacting:reading=pairwise", 8),
+    (),
+    SAMPLE,
+    note="CPU size: pairwise reading, 8 heads",
 )
 
 # §4.3: beam 4, batch 8, length penalty 0.6 on the WMT17 pairs it shares with other papers, the
 # last checkpoint, and its metrics (multi-bleu, pyter, nlg-eval); EN-CS with separate vocabularies (§4.1)
 METRICS = {"metrics": ["bleu", "chrf", "ter", "wer", "rougeL"], "tokenized": True}  # multi-bleu, pyter, nlg-eval
-OWN_WMT17 = dict(generate="--beam 4 --lenpen 0.6 --batch-size 8", average_last=1, score=METRICS,
-                 note="§4.3 of the interacting-head paper: beam 4, batch 8, length penalty 0.6")
+OWN_WMT17 = dict(
+    generate="--beam 4 --lenpen 0.6 --batch-size 8",
+    average_last=1,
+    score=METRICS,
+    note="§4.3 of the interacting-head paper: beam 4, batch 8, length penalty 0.6",
+)
 PAPER = Paper(
-    "interacting", "Li and Luo 2022", "An Improved Transformer-Based Neural Machine Translation Strategy: "
-    "Interacting-Head Attention", "doi:10.1155/2022/2998242, no arXiv version", "docs/interacting_heads.md",
+    "interacting",
+    "Li and Luo 2022",
+    "An Improved Transformer-Based Neural Machine Translation Strategy: Interacting-Head Attention",
+    "doi:10.1155/2022/2998242, no arXiv version",
+    "docs/interacting_heads.md",
     # Moses + truecase + sentencepiece BPE, 80k shared / separate for cs (§4.1)
     prepare={WMT17_DE: "--variant ihead", WMT17_CS: "--variant ihead"},
     recipes={WMT17_DE: OWN_WMT17, WMT17_CS: {**OWN_WMT17, "share": ""}},

@@ -13,7 +13,6 @@ FFN) in the encoder.  The text-classification models of the paper itself are
 """
 
 from ...mixers.multiscale import PAPER_SCALES, schedule_specs
-
 from . import Arch, Paper, register_table
 
 LABELLING_SCALES = "1+3+5+7+9"
@@ -29,20 +28,32 @@ def rows(prefix: str, base: str, heads: int, data) -> dict:
     enc, fixed = ms(heads), ms(heads, scales=LABELLING_SCALES, alpha=1.0)
     return {
         f"{prefix}_ms_enc": Arch(
-            base, {"encoder_mixers": enc}, (), data,
+            base,
+            {"encoder_mixers": enc},
+            (),
+            data,
             note=f"not in the paper: MSMSA encoder (alpha 0.5, scales {PAPER_SCALES}), {size}",
         ),
         f"{prefix}_ms": Arch(
-            base, {"encoder_mixers": enc, "decoder_mixers": enc}, (), data,
+            base,
+            {"encoder_mixers": enc, "decoder_mixers": enc},
+            (),
+            data,
             note=f"not in the paper: MSMSA encoder and decoder (decoder ratios of the prefix), {size}",
         ),
         f"{prefix}_ms_fixed": Arch(
-            base, {"encoder_mixers": fixed, "decoder_mixers": fixed}, (), data,
+            base,
+            {"encoder_mixers": fixed, "decoder_mixers": fixed},
+            (),
+            data,
             note=f"not in the paper: MSMSA enc+dec, fixed scales {LABELLING_SCALES}, alpha 1.0 "
             f"(bounded decoder cache), {size}",
         ),
         f"{prefix}_mstrans_enc": Arch(
-            base, {"encoder_mixers": enc, "encoder_layer_form": "ms"}, (), data,
+            base,
+            {"encoder_mixers": enc, "encoder_layer_form": "ms"},
+            (),
+            data,
             note=f"not in the paper: MS-Transformer encoder (eq. 10, no FFN), stock decoder, {size}",
         ),
     }
@@ -54,11 +65,18 @@ TABLE = {
     # ---- CPU-sized (2+2 layers, d=256, 4 heads) for the bundled EN-DE sample
     "mixer_small_ms": Arch(
         "mixer_small",
-        {"encoder_mixers": ms(4, layers=2), "decoder_mixers": ms(4, layers=2)}, (), DEBIAN,
+        {"encoder_mixers": ms(4, layers=2), "decoder_mixers": ms(4, layers=2)},
+        (),
+        DEBIAN,
         note="CPU size: MSMSA encoder and decoder (alpha 0.5, paper scales)",
     ),
 }
 
-PAPER = Paper("multiscale", "Guo et al. 2020", "Multi-Scale Self-Attention for Text Classification",
-              "arXiv:1912.00544", "docs/multiscale.md")
+PAPER = Paper(
+    "multiscale",
+    "Guo et al. 2020",
+    "Multi-Scale Self-Attention for Text Classification",
+    "arXiv:1912.00544",
+    "docs/multiscale.md",
+)
 register_table(TABLE, PAPER)
