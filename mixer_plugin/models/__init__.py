@@ -1,5 +1,8 @@
-from . import (
-    architectures,  # noqa: F401,E402
-    mixer_classifier,  # noqa: F401,E402  (the sentence_prediction classifier)
-    mixer_transformer,  # noqa: F401  (registers the model first)
-)
+"""Importing registers the models with fairseq, in the order fairseq needs: the model
+before its named architectures."""
+
+# isort: off
+from . import mixer_transformer  # noqa: F401
+from . import architectures  # noqa: F401
+from . import mixer_classifier  # noqa: F401  (the sentence_prediction classifier)
+# isort: on
