@@ -7,12 +7,13 @@ is installed (a checkout, a virtualenv, a user's site-packages)::
 """
 
 import sys
+from typing import List, Optional
 
 from . import __version__
 from .paths import PLUGIN
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         print(PLUGIN)

@@ -7,7 +7,8 @@ from typing import Sequence
 
 from fairseq import options
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.models import ARCH_MODEL_REGISTRY, BaseFairseqModel
+from torch import nn
 
 
 class _Task:
@@ -27,10 +28,10 @@ def model_args(arch: str, extra: Sequence[str] = ()) -> argparse.Namespace:
     return options.parse_args_and_arch(parser, argv)
 
 
-def build(arch: str, vocab_size: int = 1000, extra: Sequence[str] = ()):
+def build(arch: str, vocab_size: int = 1000, extra: Sequence[str] = ()) -> BaseFairseqModel:
     args = model_args(arch, extra)
     return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(vocab_size))
 
 
-def num_params(model) -> int:
+def num_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())

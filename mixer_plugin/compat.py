@@ -23,6 +23,7 @@ Patches 1 and 2 check that they are needed, so on a fixed fairseq they do nothin
 import argparse
 import functools
 import types
+from typing import Any, Callable, List
 
 import numpy as np
 import torch
@@ -30,13 +31,13 @@ import torch
 _applied = False
 
 
-def checkpoint_safe_globals():
+def checkpoint_safe_globals() -> List[Any]:
     """The globals a fairseq checkpoint (and its multi-rank broadcast) pickles:
     :func:`checkpoint_and_broadcast_globals` + :func:`eval_bleu_meter_globals`."""
     return checkpoint_and_broadcast_globals() + eval_bleu_meter_globals()
 
 
-def checkpoint_and_broadcast_globals():
+def checkpoint_and_broadcast_globals() -> List[Any]:
     """Found empirically (tests/test_ddp.py, tests/test_cli.py) with omegaconf 2.3 and
     fairseq 0.12.3: every GLOBAL in the pickles below, nothing else.
 
@@ -74,7 +75,7 @@ def checkpoint_and_broadcast_globals():
     ]
 
 
-def eval_bleu_meter_globals():
+def eval_bleu_meter_globals() -> List[Any]:
     """``--eval-bleu``: the validation meters saved in ``extra_state["metrics"]`` sum
     the BLEU n-gram counts and totals as int64 numpy arrays (found in the checkpoint
     of tests/test_fairseq_features.py): ndarray, numpy's ``_reconstruct``, ``dtype``
@@ -88,20 +89,20 @@ def eval_bleu_meter_globals():
     ]
 
 
-def _allowlist_checkpoint_classes():
+def _allowlist_checkpoint_classes() -> None:
     add = getattr(torch.serialization, "add_safe_globals", None)
     if add is not None:  # torch < 2.4 has no weights_only default to worry about
         add(checkpoint_safe_globals())
 
 
-def _percentile_lower(values, q):
+def _percentile_lower(values: np.ndarray, q: np.ndarray) -> np.ndarray:
     try:
         return np.percentile(values, q, method="lower")
     except TypeError:  # numpy < 1.22
         return np.percentile(values, q, interpolation="lower")
 
 
-def get_buckets(sizes, num_buckets):
+def get_buckets(sizes: np.ndarray, num_buckets: int) -> np.ndarray:
     """fairseq.data.data_utils.get_buckets without the removed numpy keyword."""
     return np.unique(_percentile_lower(sizes, np.linspace(0, 100, num_buckets + 1))[1:])
 
@@ -111,11 +112,11 @@ class _NumpyWithCompat(types.ModuleType):
 
     compat = types.SimpleNamespace(long=np.int64)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(np, name)
 
 
-def _fix_numpy2():
+def _fix_numpy2() -> None:
     import fairseq.data.bucket_pad_length_dataset as bucket_pad
     import fairseq.data.data_utils as data_utils
     import fairseq.data.language_pair_dataset as language_pair
@@ -132,7 +133,7 @@ def _fix_numpy2():
                 module.np = _NumpyWithCompat("numpy")
 
 
-def _resume_batches_as_started():
+def _resume_batches_as_started() -> None:
     """fairseq builds a training set's batches once, in the process's first epoch, and
     reuses them for every later epoch (only their order is shuffled again, with seed +
     epoch): sentences of one length are shuffled with ``numpy_seed(seed + epoch)`` before
@@ -147,6 +148,8 @@ def _resume_batches_as_started():
     so are batches fairseq rebuilds every epoch (``--update-epoch-batch-itr``,
     ``--rebuild-batches``, datasets that change with the epoch), which already depend on
     the epoch alone."""
+    from fairseq.data import FairseqDataset
+    from fairseq.data.iterators import EpochBatchIterator
     from fairseq.tasks import FairseqTask
 
     original = FairseqTask.get_batch_iterator
@@ -154,7 +157,9 @@ def _resume_batches_as_started():
         return
 
     @functools.wraps(original)
-    def get_batch_iterator(self, dataset, *args, epoch=1, **kwargs):
+    def get_batch_iterator(
+        self: FairseqTask, dataset: FairseqDataset, *args, epoch: int = 1, **kwargs
+    ) -> EpochBatchIterator:
         built_once = (
             not kwargs.get("disable_iterator_cache", False)
             and not kwargs.get("update_epoch_batch_itr", False)
@@ -172,7 +177,7 @@ def _resume_batches_as_started():
     FairseqTask.get_batch_iterator = get_batch_iterator
 
 
-def _bf16_without_a_tpu():
+def _bf16_without_a_tpu() -> None:
     """``--bf16`` trains and decodes in bfloat16 on the device there is, when torch_xla
     is not installed.  fairseq's option parsing sets ``tpu`` whenever ``bf16`` is set
     (options.py: "use bfloat16; implies --tpu"), and the trainer then asks torch_xla for
@@ -193,6 +198,7 @@ def _bf16_without_a_tpu():
 
     from fairseq.distributed import utils as distributed_utils
     from fairseq.models import BaseFairseqModel
+    from omegaconf import DictConfig
 
     if importlib.util.find_spec("torch_xla") is not None:
         return
@@ -201,7 +207,7 @@ def _bf16_without_a_tpu():
         return
 
     @functools.wraps(original_call_main)
-    def call_main(cfg, main, **kwargs):
+    def call_main(cfg: DictConfig, main: Callable[..., None], **kwargs) -> None:
         common = cfg.common
         if common.bf16 and common.tpu:
             device = "the CPU" if common.cpu or not torch.cuda.is_available() else "CUDA"
@@ -219,7 +225,7 @@ def _bf16_without_a_tpu():
     original_prepare = BaseFairseqModel.prepare_for_inference_
 
     @functools.wraps(original_prepare)
-    def prepare_for_inference_(self, cfg):
+    def prepare_for_inference_(self: BaseFairseqModel, cfg: DictConfig) -> None:
         common = getattr(cfg, "common", None)
         if getattr(common, "bf16", False) and not getattr(common, "fp16", False):
             self.to(dtype=torch.bfloat16)
@@ -228,7 +234,7 @@ def _bf16_without_a_tpu():
     BaseFairseqModel.prepare_for_inference_ = prepare_for_inference_
 
 
-def apply():
+def apply() -> None:
     global _applied
     if _applied:
         return

@@ -12,7 +12,7 @@ read from wherever their paths point.
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 PLUGIN = Path(__file__).resolve().parent  # the package folder: fairseq's --user-dir
 
@@ -59,7 +59,7 @@ def interpreter() -> str:
 PYTHON = interpreter()
 
 
-def shown(path) -> str:
+def shown(path: Union[str, Path]) -> str:
     """A path as a user reads it: relative to the project folder when inside it."""
     p = Path(path).resolve()
     return str(p.relative_to(PROJECT)) if p.is_relative_to(PROJECT) else str(path)

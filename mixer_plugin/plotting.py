@@ -4,9 +4,10 @@ because fairseq's logging setup leaves the root logger verbose enough to print
 matplotlib's font search line by line."""
 
 import logging
+import types
 
 
-def pyplot():
+def pyplot() -> types.ModuleType:
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 

@@ -44,7 +44,11 @@ import os
 import re
 import statistics
 import sys
-from typing import Dict, List, Optional, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:
+    from sacrebleu.metrics.base import Metric
 
 SACRE = ("bleu", "chrf", "ter")
 KNOWN = SACRE + ("tok_bleu", "rouge", "rougeL", "wer")
@@ -73,7 +77,7 @@ def check_metrics(metrics: Sequence[str]) -> List[str]:
     return list(metrics)
 
 
-def read_lines(path, what):
+def read_lines(path: Union[str, Path], what: str) -> List[str]:
     if not os.path.isfile(path):
         raise ScoreError(f"{what} file not found: {path}")
     try:
@@ -94,7 +98,7 @@ def compound_split(line: str) -> str:
 
 
 # ------------------------------------------------------------------ metrics
-def sacre_metric(name, lowercase=False, tokenized=False):
+def sacre_metric(name: str, lowercase: bool = False, tokenized: bool = False) -> "Metric":
     from sacrebleu.metrics import BLEU, CHRF, TER
 
     if name == "bleu":
@@ -108,22 +112,29 @@ def sacre_metric(name, lowercase=False, tokenized=False):
     raise ValueError(name)
 
 
-def score_sacre(name, hyps, refs, lowercase=False, tokenized=False):
+def score_sacre(
+    name: str, hyps: Sequence[str], refs: Sequence[str], lowercase: bool = False, tokenized: bool = False
+) -> Tuple[float, str, str]:
     metric = sacre_metric(name, lowercase, tokenized)
     res = metric.corpus_score(hyps, [refs])
     return res.score, str(res), str(metric.get_signature())
 
 
-def score_rouge(hyps, refs, sent_sep=None, types=("rouge1", "rouge2", "rougeL", "rougeLsum")):
+def score_rouge(
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    sent_sep: Optional[str] = None,
+    types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"),
+) -> Dict[str, float]:
     from rouge_score import rouge_scorer
 
     scorer = rouge_scorer.RougeScorer(list(types), use_stemmer=True)
     total = {t: 0.0 for t in types}
 
-    def lsum(text):  # rougeLsum reads sentences from newlines
+    def lsum(text: str) -> str:  # rougeLsum reads sentences from newlines
         return "\n".join(s.strip() for s in text.split(sent_sep)) if sent_sep else text
 
-    def flat(text):  # the separator is no word: rouge-score would keep "<q>" as "q"
+    def flat(text: str) -> str:  # the separator is no word: rouge-score would keep "<q>" as "q"
         return " ".join(text.split(sent_sep)) if sent_sep else text
 
     for h, r in zip(hyps, refs):
@@ -136,7 +147,7 @@ def score_rouge(hyps, refs, sent_sep=None, types=("rouge1", "rouge2", "rougeL", 
     return {t: 100.0 * v / n for t, v in total.items()}
 
 
-def score_wer(hyps, refs):
+def score_wer(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, int]:
     import jiwer
 
     pairs = [(r, h) for r, h in zip(refs, hyps) if r.strip()]
@@ -189,7 +200,13 @@ def score(
     return res
 
 
-def by_source(sources: Sequence[str], metrics, hyps, refs, options: Options = Options()):
+def by_source(
+    sources: Sequence[str],
+    metrics: Sequence[str],
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    options: Options = Options(),
+) -> Dict[str, Dict[str, float]]:
     """{source: {"lines": n, metric: value}} for the sacrebleu metrics of one system;
     ``sources``: the source (domain) of each reference line."""
     if len(sources) != len(refs):
@@ -206,7 +223,7 @@ def by_source(sources: Sequence[str], metrics, hyps, refs, options: Options = Op
     return out
 
 
-def headline(m):
+def headline(m: str) -> List[str]:
     return ["rouge1", "rouge2", "rougeL", "rougeLsum"] if m == "rouge" else [m]
 
 
@@ -273,7 +290,14 @@ def bootstrap(
     return out
 
 
-def rouge_bootstrap(options: Options, types, base, hyps, refs, seed=12345):
+def rouge_bootstrap(
+    options: Options,
+    types: Sequence[str],
+    base: Sequence[str],
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    seed: int = 12345,
+) -> Dict[str, Dict[str, Union[float, str]]]:
     """Paired bootstrap resampling of segment-level ROUGE F1 (Koehn 2004), with the p-value
     computed as sacrebleu's paired bootstrap does (its PairedTest covers BLEU/chrF/TER only)."""
     import numpy as np
@@ -310,7 +334,7 @@ def rouge_bootstrap(options: Options, types, base, hyps, refs, seed=12345):
     return out
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> Dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("hyp", help="hypothesis file (detokenized, one segment per line)")
     p.add_argument("ref", help="reference file (detokenized, one segment per line)")
@@ -373,12 +397,12 @@ def score_files(args: argparse.Namespace) -> Dict:
     if args.hyp_tok and len(args.hyp_tok) != len(runs):
         raise ScoreError(f"--hyp-tok gives {len(args.hyp_tok)} files for {len(runs)} hypothesis runs")
 
-    def tok_of(i, path):
+    def tok_of(i: int, path: str) -> str:
         if args.hyp_tok:
             return args.hyp_tok[i]
         return re.sub(r"\.txt$", ".tok", path) if path.endswith(".txt") else path + ".tok"
 
-    def load(path, tok_path, what):
+    def load(path: str, tok_path: str, what: str) -> Tuple[List[str], List[str]]:
         hyps = read_lines(path, what)
         if len(hyps) != len(refs):
             raise ScoreError(

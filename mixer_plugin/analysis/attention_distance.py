@@ -24,6 +24,7 @@ read with hooks, so no mixer is modified:
 import argparse
 import json
 from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -31,23 +32,27 @@ import torch
 class Recorder:
     """Hooks on the self-attention modules of one side; collects (layer, weights, mask)."""
 
-    def __init__(self, layers):
+    def __init__(self, layers: torch.nn.ModuleList):
         self.handles, self.captured = [], {}
         self.names = [type(layer.self_attn).__name__ for layer in layers]
         for i, layer in enumerate(layers):
             self.handles.append(layer.self_attn.register_forward_pre_hook(self._ask_weights(i), with_kwargs=True))
             self.handles.append(layer.self_attn.register_forward_hook(self._take_weights(i), with_kwargs=True))
 
-    def _ask_weights(self, i):
-        def hook(module, args, kwargs):
+    def _ask_weights(self, i: int) -> Callable:
+        def hook(
+            module: torch.nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]
+        ) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
             kwargs = dict(kwargs, need_weights=True, need_head_weights=True)
             self.captured[i] = {"pad": kwargs.get("key_padding_mask")}
             return args, kwargs
 
         return hook
 
-    def _take_weights(self, i):
-        def hook(module, args, kwargs, output):
+    def _take_weights(self, i: int) -> Callable:
+        def hook(
+            module: torch.nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any], output: Tuple[Any, ...]
+        ) -> None:
             w = output[1]
             if w is not None:
                 # (H, B, T, S) per head, or (B, T, S) already averaged over heads (fairseq's
@@ -56,12 +61,19 @@ class Recorder:
 
         return hook
 
-    def remove(self):
+    def remove(self) -> None:
         for h in self.handles:
             h.remove()
 
 
-def accumulate(hist, counts, layer, w, pad, max_d):
+def accumulate(
+    hist: List[torch.Tensor],
+    counts: List[int],
+    layer: int,
+    w: torch.Tensor,
+    pad: Optional[torch.Tensor],
+    max_d: int,
+) -> None:
     """Add a batch's weights (B, H, T, S) to the layer's histogram over j - i."""
     B, H, T, S = w.shape
     w = w.mean(dim=1)  # (B, T, S): heads averaged
@@ -74,7 +86,7 @@ def accumulate(hist, counts, layer, w, pad, max_d):
     counts[layer] += int(valid_q.sum())
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint")
     p.add_argument("data", help="the binarized data the model was trained on")

@@ -27,14 +27,15 @@ import math
 import os
 import re
 import sys
+from typing import Dict, List, NoReturn, Optional
 
 
-def die(msg: str):
+def die(msg: str) -> NoReturn:
     print(f"mixer-max-heads: error: {msg}", file=sys.stderr)
     sys.exit(2)
 
 
-def find_prefixes(path: str, split: str, src, tgt):
+def find_prefixes(path: str, split: str, src: Optional[str], tgt: Optional[str]) -> Dict[str, str]:
     """{language: dataset prefix} for DATA_BIN (a directory) or one dataset prefix."""
     if not os.path.isdir(path):
         if os.path.isfile(path + ".idx"):
@@ -66,7 +67,7 @@ def find_prefixes(path: str, split: str, src, tgt):
     return {lang: os.path.join(path, f"{split}.{a}-{b}.{lang}") for lang in (a, b)}
 
 
-def read_sizes(prefix: str):
+def read_sizes(prefix: str) -> List[int]:
     """Token counts (EOS included) of every sentence of one binarized dataset."""
     from fairseq.data import indexed_dataset
 
@@ -107,7 +108,7 @@ def rule(d_model: int, mean_len: float) -> dict:
     }
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", help="fairseq-preprocess output directory, or one dataset prefix (PATH for PATH.idx)")
     ap.add_argument("--split", default="train", help="split to measure (default: train, as the paper)")

@@ -49,7 +49,7 @@ def markdown(counts: List[Count]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--markdown", help="also write the table here")
     ap.add_argument("--paper", help="only this paper's architectures (multinn, hard_retrieval, ...)")

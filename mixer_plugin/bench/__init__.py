@@ -20,6 +20,7 @@ What they share (building a mixer for a role, timing a step, run metadata, the o
 import importlib
 import os
 import sys
+from typing import List, Optional
 
 BENCHMARKS = {
     "mixers": "mixers",
@@ -34,7 +35,7 @@ BENCHMARKS = {
 }
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
         print(__doc__)
@@ -54,7 +55,7 @@ def main(argv=None):
 IN_PROCESS_GENERATE = ("decode", "decode-ops")
 
 
-def under_runner_allocator():
+def under_runner_allocator() -> None:
     """glibc reads its ``MALLOC_*`` settings once, at start-up, and a long output's
     decoder caches are large enough for them to matter (results/bench/bench_allocator_cpu.md):
     a benchmark that generates in its own process starts itself again, once, under the

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import torch
 from fairseq.modules import MultiheadAttention
@@ -66,14 +66,14 @@ class MathSDPA(nn.Module):
         super().__init__()
         self.inner = inner
 
-    def forward(self, **kw):
+    def forward(self, **kw) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         with sdpa_kernel(SDPBackend.MATH):
             return self.inner(**kw)
 
 
-def variants():
+def variants() -> List[Tuple[str, str]]:
     """(label, spec string) for every registered mixer, `attn` first."""
     names = sorted(MIXER_REGISTRY, key=lambda n: (n != "attn", n))
     out = []
@@ -86,10 +86,10 @@ def variants():
     return out
 
 
-def build(spec: str, role: Role, args) -> nn.Module:
+def build(spec: str, role: Role, args: argparse.Namespace) -> nn.Module:
     D, H = args.dim, args.heads
 
-    def stock():
+    def stock() -> MultiheadAttention:
         return MultiheadAttention(D, H, dropout=args.dropout, self_attention=True)
 
     ctx = MixerContext(
@@ -105,7 +105,7 @@ def build(spec: str, role: Role, args) -> nn.Module:
     return build_mixer(parse_item(flag, spec.format(n=args.n)), ctx)
 
 
-def spec_problem(spec: str, roles) -> Optional[str]:
+def spec_problem(spec: str, roles: Iterable[Role]) -> Optional[str]:
     """Why ``spec`` cannot be built in every one of ``roles`` (an unknown mixer or option, a
     bad value, a role the mixer does not fill), or None: a benchmark's own list of specs is
     checked against the registry before anything is timed."""
@@ -121,25 +121,25 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 DTYPE_SUFFIX = {"bfloat16": "bf16", "float16": "fp16"}
 
 
-def future_mask(L: int, device, dtype=torch.float32) -> torch.Tensor:
+def future_mask(L: int, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     # fairseq's buffered_future_mask: fill_with_neg_inf(zeros(L, L)).triu(1), in the model's dtype
     return torch.triu(torch.full((L, L), float("-inf"), device=device, dtype=dtype), 1)
 
 
 # ----------------------------------------------------------------- measuring
-def sync(device):
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def step(m, x, g, mask):
+def step(m: nn.Module, x: torch.Tensor, g: torch.Tensor, mask: Optional[torch.Tensor]) -> None:
     m.zero_grad(set_to_none=True)
     x.grad = None
     out, _ = m(query=x, key=x, value=x, key_padding_mask=None, need_weights=False, attn_mask=mask)
     out.backward(g)
 
 
-def peak_cpu(m, x, g, mask):
+def peak_cpu(m: nn.Module, x: torch.Tensor, g: torch.Tensor, mask: Optional[torch.Tensor]) -> Tuple[int, Set[str]]:
     """Peak bytes allocated during one step, from the profiler's allocator events."""
     from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
@@ -167,7 +167,9 @@ def peak_cpu(m, x, g, mask):
     return max(a[2] for a in allocs) - base, ops
 
 
-def peak_cuda(m, x, g, mask, device):
+def peak_cuda(
+    m: nn.Module, x: torch.Tensor, g: torch.Tensor, mask: Optional[torch.Tensor], device: torch.device
+) -> int:
     m.zero_grad(set_to_none=True)
     x.grad = None
     sync(device)
@@ -178,7 +180,7 @@ def peak_cuda(m, x, g, mask, device):
     return torch.cuda.max_memory_allocated(device) - before
 
 
-def sdpa_ops(m, x, g, mask):
+def sdpa_ops(m: nn.Module, x: torch.Tensor, g: torch.Tensor, mask: Optional[torch.Tensor]) -> Set[str]:
     """Names of the attention kernels a module's step dispatches to (CPU-side ops)."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -187,13 +189,19 @@ def sdpa_ops(m, x, g, mask):
     return {e.name for e in prof.events() if "scaled_dot_product" in e.name}
 
 
-def repeats_for(L, args):
+def repeats_for(L: int, args: argparse.Namespace) -> int:
     if args.repeats_large is not None and L >= args.large_from:
         return args.repeats_large
     return args.repeats
 
 
-def bench_group(role, L, labelled_specs, args, device):
+def bench_group(
+    role: Role,
+    L: int,
+    labelled_specs: Iterable[Tuple[str, str]],
+    args: argparse.Namespace,
+    device: torch.device,
+) -> Dict[str, Dict[str, Any]]:
     """Time and measure every module of one (role, L) round-robin (the method in full:
     ``mixer-bench mixers --help``)."""
     B = args.batch or max(1, args.tokens // L)
@@ -273,7 +281,7 @@ def bench_group(role, L, labelled_specs, args, device):
 
 
 # ----------------------------------------------------------------- reporting
-def mem_exponent(rows, label, role):
+def mem_exponent(rows: List[Dict[str, Any]], label: str, role: str) -> Optional[float]:
     """Slope of log(peak bytes per sequence) vs log(L), least squares: ~1 linear, ~2 quadratic."""
     pts = [
         (math.log(r["L"]), math.log(r["peak_bytes"] / r["B"]))
@@ -288,7 +296,7 @@ def mem_exponent(rows, label, role):
     return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
 
 
-def module_macs(m, L: int, role) -> int:
+def module_macs(m: nn.Module, L: int, role: Role) -> int:
     """Forward multiply-adds of one length-L sequence: the plugin's mixers declare theirs
     (``MixerBase.macs``, checked against torch's FLOP counter in tests/test_flops.py);
     stock attention is four D x D projections and its scores and value sums over all
@@ -303,7 +311,7 @@ def module_macs(m, L: int, role) -> int:
     return 4 * L * D * D + 2 * pairs * D
 
 
-def machine_peak(device) -> dict:
+def machine_peak(device: torch.device) -> dict:
     """Peak fp32 FLOP/s: cores x FMA lanes x 2 FMA units x 2 FLOPs x clock (CPU, from
     /proc/cpuinfo; two FMA pipes per core is an assumption that holds for current x86
     server cores).  None where it cannot be read (CUDA: see the device's data sheet)."""
@@ -328,7 +336,7 @@ def machine_peak(device) -> dict:
     }
 
 
-def length_table(rr, present, cell) -> list:
+def length_table(rr: List[Dict[str, Any]], present: List[str], cell: Callable[[str, Dict[str, Any]], str]) -> list:
     """Markdown rows: one per L (with its batch), one column per module, ``cell(label, row)``."""
     lines = ["| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |", "|---:|---:|" + "---:|" * len(present)]
     for L in sorted({r["L"] for r in rr}):
@@ -338,11 +346,11 @@ def length_table(rr, present, cell) -> list:
     return lines
 
 
-def fmt_mb(b):
+def fmt_mb(b: float) -> str:
     return f"{b / 2**20:.1f}"
 
 
-def flops_cell(lab, r) -> str:
+def flops_cell(lab: str, r: Dict[str, Any]) -> str:
     """Forward multiply-adds per token, achieved GFLOP/s and, against ``attn``, the FLOP
     ceiling (the speed-up at equal FLOP rates) and the share of it reached."""
     head = f"{r['macs_per_token'] / 1e6:.2f}M/tok, {r['gflops']:.0f} GFLOP/s"
@@ -357,17 +365,21 @@ FLOPS_NOTE = (
 )
 
 
-def peak_line(meta) -> str:
+def peak_line(meta: Dict[str, Any]) -> str:
     if meta.get("peak_rule") is None:  # runs from before the peak was recorded
         return "Machine peak: not recorded by this run."
     return f"Machine peak: {meta['peak_rule']}."
 
 
-def mixer_labels(meta) -> list:
+def mixer_labels(meta: Dict[str, Any]) -> list:
     return [lab for lab, _ in meta["mixers"]]
 
 
-def rerender(ap, args, render):
+def rerender(
+    ap: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    render: Callable[[Dict[str, Any], List[Dict[str, Any]]], str],
+) -> Tuple[Dict[str, Any], List[Dict[str, Any]], str]:
     """A finished run's table re-rendered from its JSON (``--from-json``), nothing timed:
     for a change of presentation, so the committed figures stay the ones measured.
     ``render(meta, rows)`` is the benchmark's markdown; returns (meta, rows, md path)."""
@@ -381,7 +393,7 @@ def rerender(ap, args, render):
     return meta, rows, md_path
 
 
-def git_describe():
+def git_describe() -> str:
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=str(CHECKOUT), capture_output=True, text=True
@@ -410,7 +422,7 @@ def cpu_label() -> str:
     return f"CPU ({os.cpu_count()} cores, {machine()['cpu']})"
 
 
-def run_meta(device) -> dict:
+def run_meta(device: torch.device) -> dict:
     """Where and when a benchmark ran: the command line, date, host, commit, versions,
     device, threads and the load average at the start (every benchmark records it)."""
     import fairseq
@@ -432,7 +444,9 @@ def run_meta(device) -> dict:
     }
 
 
-def write_outputs(md_path, json_path, md: str, payload: dict):
+def write_outputs(
+    md_path: Optional[Union[str, Path]], json_path: Optional[Union[str, Path]], md: str, payload: dict
+) -> None:
     """The markdown table (printed instead when there is no path) and the raw JSON, each
     written whole or not at all (a benchmark killed while writing leaves the old table)."""
     if not md_path:
@@ -474,7 +488,7 @@ def add_group_args(ap: argparse.ArgumentParser, name: str, default_lengths: str)
     ap.add_argument("--json", help=f"json output (default results/bench/{name}_<device>[_<dtype>].json)")
 
 
-def setup_group_args(ap: argparse.ArgumentParser, args, name: str) -> torch.device:
+def setup_group_args(ap: argparse.ArgumentParser, args: argparse.Namespace, name: str) -> torch.device:
     """Check --device, set the torch threads and, unless --quick, the default outputs."""
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

@@ -54,13 +54,17 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..experiments.stages import PRECISIONS, command_env
 from ..mixers.base import WindowMixer
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, Role, build_mixer, parse_item
 from ..paths import PLUGIN
 from .common import RESULTS, command_line, cpu_label, write_outputs
+
+if TYPE_CHECKING:
+    from torch import nn
 
 SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s")
 SMALL = ["--arch", "mixer_small_attn", "--share-all-embeddings"]  # the model every label of MODELS is
@@ -159,7 +163,7 @@ class Capture(logging.Handler):
         super().__init__(logging.INFO)
         self.messages = []
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
 
 
@@ -169,7 +173,7 @@ def device_flags(device: str, precision: str = "fp32") -> list:
     return ["--cpu"] if device == "cpu" else PRECISIONS[precision]
 
 
-def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") -> Path:
+def make_checkpoint(data: str, flags: Sequence[str], save: Path, langs: Tuple[str, str], device: str = "cpu") -> Path:
     """A checkpoint of the model ``flags`` define (``--arch`` and its options; one update at
     lr 1e-9: the work does not depend on it), trained in fp32 whatever the decoding
     precision; one already in ``save`` is reused."""
@@ -187,7 +191,16 @@ def make_checkpoint(data: str, flags, save: Path, langs, device: str = "cpu") ->
 
 
 def generate(
-    data, checkpoint, L, beam, sentences, langs, profile=False, device="cpu", precision="fp32", extra=()
+    data: str,
+    checkpoint: Union[str, Path],
+    L: int,
+    beam: int,
+    sentences: int,
+    langs: Tuple[str, str],
+    profile: bool = False,
+    device: str = "cpu",
+    precision: str = "fp32",
+    extra: Sequence[str] = (),
 ) -> dict:
     """One fairseq-generate of the first ``sentences`` test sentences, in this process
     (``extra``: more of its flags)."""
@@ -231,7 +244,7 @@ def generate(
     return out
 
 
-def first_sentences(module, args, n: int):
+def first_sentences(module: ModuleType, args: argparse.Namespace, n: int) -> None:
     """fairseq-generate decodes the whole subset; its first ``n`` sentences are enough,
     so the loaded dataset is cut there (a shorter subset, the same code path)."""
     from fairseq.data import BaseWrapperDataset
@@ -247,7 +260,7 @@ def first_sentences(module, args, n: int):
 
     original = TranslationTask.load_dataset
 
-    def load_dataset(self, split, *a, **kw):
+    def load_dataset(self: TranslationTask, split: str, *a, **kw) -> None:
         original(self, split, *a, **kw)
         ds = self.datasets[split]  # a LanguagePairDataset: its sides and their sizes, cut to n
         ds.src, ds.tgt = Head(ds.src), Head(ds.tgt)
@@ -269,13 +282,13 @@ class AttentionTimer:
         self.total, self.handles, self.start = 0.0, [], {}
         self.sync = device != "cpu"
 
-    def install(self):
+    def install(self) -> None:
         from fairseq.models.transformer import TransformerDecoderBase
 
         original = TransformerDecoderBase.forward
         timer = self
 
-        def forward(decoder, *args, **kwargs):
+        def forward(decoder: TransformerDecoderBase, *args, **kwargs):
             if not decoder.__dict__.get("_timed"):
                 decoder._timed = True
                 for layer in decoder.layers:
@@ -287,21 +300,21 @@ class AttentionTimer:
         self.original = original
         TransformerDecoderBase.forward = forward
 
-    def enter(self, module, args):
+    def enter(self, module: "nn.Module", args: Tuple[Any, ...]) -> None:
         if self.sync:
             import torch
 
             torch.cuda.synchronize()
         self.start[id(module)] = time.perf_counter()
 
-    def leave(self, module, args, out):
+    def leave(self, module: "nn.Module", args: Tuple[Any, ...], out: Any) -> None:
         if self.sync:
             import torch
 
             torch.cuda.synchronize()
         self.total += time.perf_counter() - self.start.pop(id(module))
 
-    def remove(self):
+    def remove(self) -> None:
         from fairseq.models.transformer import TransformerDecoderBase
 
         TransformerDecoderBase.forward = self.original
@@ -318,12 +331,12 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--json")
 
 
-def check_data(args, prog: str):
+def check_data(args: argparse.Namespace, prog: str) -> None:
     if not (Path(args.data) / f"dict.{args.target_lang}.txt").is_file():
         raise SystemExit(f"{prog}: error: {args.data} is not a fairseq data folder (no dict.{args.target_lang}.txt)")
 
 
-def checked_labels(args, prog: str, transformer_first: bool):
+def checked_labels(args: argparse.Namespace, prog: str, transformer_first: bool) -> List[str]:
     """The data folder and ``--mixers`` checked -> the model labels, in order."""
     check_data(args, prog)
     labels = [m for m in args.mixers.split(",") if m]
@@ -334,7 +347,7 @@ def checked_labels(args, prog: str, transformer_first: bool):
     return labels
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(
         prog="mixer-bench decode", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -467,7 +480,14 @@ def main(argv=None):
     )
 
 
-def markdown(meta, rows, labels, lengths, beams, profile) -> str:
+def markdown(
+    meta: Dict[str, Any],
+    rows: List[Dict[str, Any]],
+    labels: List[str],
+    lengths: List[int],
+    beams: List[int],
+    profile: Dict[Tuple[int, int], Dict[str, Any]],
+) -> str:
     by = {(r["model"], r["L"], r["beam"]): r for r in rows}
     base = meta.get("baseline", "transformer")
     described = meta.get("models", "`mixer_small_attn` (2+2 layers, d=256, 4 heads) with its mixer in the decoder")
@@ -536,7 +556,7 @@ def markdown(meta, rows, labels, lengths, beams, profile) -> str:
     return "\n".join(out)
 
 
-def plot(rows, labels, beams, path: Path, device: str):
+def plot(rows: List[Dict[str, Any]], labels: List[str], beams: List[int], path: Path, device: str) -> None:
     from ..plotting import pyplot
 
     plt = pyplot()

@@ -23,9 +23,14 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from .common import RESULTS, command_line, cpu_label, write_outputs
 from .decode import MODELS, SMALL, add_common_args, checked_labels, generate, make_checkpoint
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 REGIONS = ("self-attention modules", "cross-attention modules", "attend (the equation)", "cache reorder")
 
@@ -37,7 +42,7 @@ class Regions:
     def __init__(self):
         self.handles, self.open, self.patched, self.profiles, self.wall = [], [], [], [], []
 
-    def install(self):
+    def install(self) -> None:
         from fairseq.models.fairseq_incremental_decoder import FairseqIncrementalDecoder
         from fairseq.models.transformer import TransformerDecoderBase
         from fairseq.sequence_generator import SequenceGenerator
@@ -47,7 +52,7 @@ class Regions:
         forward, reorder = TransformerDecoderBase.forward, FairseqIncrementalDecoder.reorder_incremental_state_scripting
         search = SequenceGenerator.generate
 
-        def profiled_search(generator, *args, **kwargs):
+        def profiled_search(generator: SequenceGenerator, *args, **kwargs):
             # only the beam search is profiled: loading and building the model are not
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 t0 = time.perf_counter()
@@ -56,7 +61,7 @@ class Regions:
             regions.profiles.append(prof)
             return out
 
-        def labelled_forward(decoder, *args, **kwargs):
+        def labelled_forward(decoder: TransformerDecoderBase, *args, **kwargs):
             if not decoder.__dict__.get("_labelled"):
                 decoder._labelled = True
                 for layer in decoder.layers:
@@ -64,7 +69,7 @@ class Regions:
                     regions.label(layer.encoder_attn, REGIONS[1])
             return forward(decoder, *args, **kwargs)
 
-        def labelled_reorder(decoder, *args, **kwargs):
+        def labelled_reorder(decoder: FairseqIncrementalDecoder, *args, **kwargs):
             with regions.range(REGIONS[3]):
                 return reorder(decoder, *args, **kwargs)
 
@@ -78,16 +83,16 @@ class Regions:
         ]
 
     @staticmethod
-    def range(name):
+    def range(name: str) -> "torch.autograd.profiler.record_function":
         import torch
 
         return torch.autograd.profiler.record_function(name)
 
-    def label(self, module, name):
-        def enter(m, args):
+    def label(self, module: "nn.Module", name: str) -> None:
+        def enter(m: "nn.Module", args: Tuple[Any, ...]) -> None:
             self.open.append(self.range(name).__enter__())
 
-        def leave(m, args, out):
+        def leave(m: "nn.Module", args: Tuple[Any, ...], out: Any) -> None:
             self.open.pop().__exit__(None, None, None)
 
         self.handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
@@ -100,14 +105,22 @@ class Regions:
 
             module.attend = labelled_attend
 
-    def remove(self):
+    def remove(self) -> None:
         for cls, name, original in self.patched:
             setattr(cls, name, original)
         for h in self.handles:
             h.remove()
 
 
-def profile_one(data, checkpoint, L, beam, sentences, langs, top):
+def profile_one(
+    data: str,
+    checkpoint: Union[str, Path],
+    L: int,
+    beam: int,
+    sentences: int,
+    langs: Tuple[str, str],
+    top: int,
+) -> Dict[str, Any]:
     regions = Regions()
     regions.install()
     try:
@@ -133,7 +146,7 @@ def profile_one(data, checkpoint, L, beam, sentences, langs, top):
     }
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(
         prog="mixer-bench decode-ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -180,7 +193,7 @@ def main(argv=None):
     write_outputs(out_md, out_json, markdown(meta, results), {"meta": meta, "results": results})
 
 
-def markdown(meta, results) -> str:
+def markdown(meta: Dict[str, Any], results: Dict[str, Dict[str, Any]]) -> str:
     labels = list(results)
     out = [
         f"# Where a decoding step's time goes ({meta['device']})",

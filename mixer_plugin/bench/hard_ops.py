@@ -21,6 +21,7 @@ beside them in the same run, so the choice stays a measurement.
 import argparse
 import datetime
 import os
+from typing import Any, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +33,7 @@ from .common import command_line, cpu_label, write_outputs
 PAPER = {"compare": (14.40, None), "normalise": (6.22, 2.10), "attend": (12.26, 2.93), "total": (32.88, 19.43)}
 
 
-def timeit(stmt, env, min_run_time):
+def timeit(stmt: str, env: Dict[str, Any], min_run_time: float) -> float:
     t = benchmark.Timer(stmt=stmt, globals=env).blocked_autorange(min_run_time=min_run_time)
     return t.median * 1e3  # ms
 
@@ -44,10 +45,10 @@ HARD = {"normalise": "scores.max(-1).indices", "attend": "v_rows.index_select(0,
 NOT_USED = {"normalise": "scores.argmax(-1)", "attend": "torch.gather(v, 2, index_d)"}
 
 
-def operands(n, heads, t, s, d, dtype, device):
+def operands(n: int, heads: int, t: int, s: int, d: int, dtype: torch.dtype, device: str) -> Dict[str, Any]:
     g = torch.Generator(device="cpu").manual_seed(0)
 
-    def rand(*shape):
+    def rand(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=g).to(device=device, dtype=dtype)
 
     q, k, v = rand(n, heads, t, d), rand(n, heads, s, d), rand(n, heads, s, d)  # (N, H, T|S, d)
@@ -64,7 +65,17 @@ def operands(n, heads, t, s, d, dtype, device):
     }  # fmt: skip
 
 
-def setting(name, n, heads, t, s, d, dtype, device, min_run_time):
+def setting(
+    name: str,
+    n: int,
+    heads: int,
+    t: int,
+    s: int,
+    d: int,
+    dtype: torch.dtype,
+    device: str,
+    min_run_time: float,
+) -> Dict[str, Any]:
     env = operands(n, heads, t, s, d, dtype, device)
     std = {op: timeit(stmt, env, min_run_time) for op, stmt in STANDARD.items()}
     hard = {"compare": std["compare"], **{op: timeit(stmt, env, min_run_time) for op, stmt in HARD.items()}}
@@ -79,7 +90,7 @@ def setting(name, n, heads, t, s, d, dtype, device, min_run_time):
     }
 
 
-def markdown(meta, results):
+def markdown(meta: Dict[str, Any], results: List[Dict[str, Any]]) -> str:
     out = [f"# Hard retrieval attention: operation timings ({meta['device']})", ""]
     out.append(f"- command: `{meta['command']}`")
     out.append(
@@ -124,7 +135,7 @@ def markdown(meta, results):
     return "\n".join(out)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))

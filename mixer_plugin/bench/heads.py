@@ -31,6 +31,7 @@ Goal (issue 4): ``interacting`` <= 1.05x the time of ``attn`` at every H.
 import argparse
 import os
 import time
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..mixers.registry import Role
 from . import common
@@ -48,7 +49,7 @@ ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
 NAME = "bench_heads"  # the stem of the default outputs
 
 
-def time_cell(r, lab):
+def time_cell(r: Dict[str, Any], lab: str) -> str:
     if "median_s" not in r:
         return ""
     if lab == "attn":
@@ -60,7 +61,7 @@ def time_cell(r, lab):
     )
 
 
-def mem_cell(r, lab):
+def mem_cell(r: Dict[str, Any], lab: str) -> str:
     if "peak_bytes" not in r:
         return ""
     if lab == "attn" or r.get("mem_ratio_vs_attn") is None:
@@ -68,7 +69,7 @@ def mem_cell(r, lab):
     return f"{common.fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f}x)"
 
 
-def markdown(meta, rows):
+def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
     out = [f"# Heads benchmark: interacting-head attention and its baselines ({meta['device']})\n"]
     out.append(f"- command: `{meta['command']}`")
     out.append(f"- date: {meta['date']}; host: {meta['host']}; git: {meta['git']}")
@@ -168,7 +169,7 @@ def markdown(meta, rows):
     return "\n".join(out)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], List[Dict[str, Any]], str]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_group_args(ap, NAME, "64,256")
     # no separate repeat count for long inputs unless asked (common.repeats_for)

@@ -15,15 +15,19 @@ import argparse
 import os
 import statistics
 import time
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
+from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from ..mixers.registry import Role
 from .common import RESULTS, build, command_line, machine_peak, module_macs, run_meta, step, variants, write_outputs
 
 
-def profile_module(m, x, g, repeats, top):
+def profile_module(
+    m: nn.Module, x: torch.Tensor, g: torch.Tensor, repeats: int, top: int
+) -> Tuple[float, List[Tuple[str, float, float]]]:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -43,7 +47,7 @@ def profile_module(m, x, g, repeats, top):
     return statistics.median(times) * 1e3, ops[:top]
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(
         prog="mixer-bench layer-ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -92,7 +96,7 @@ def main(argv=None):
     write_outputs(args.md, args.json, markdown(meta, results), {"meta": meta, "results": results})
 
 
-def markdown(meta, results) -> str:
+def markdown(meta: Dict[str, Any], results: List[Dict[str, Any]]) -> str:
     out = [
         f"# Where a layer's training step goes ({meta['device_name']})",
         "",

@@ -53,6 +53,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any, Dict, List, Optional
 
 from ..mixers.registry import Role
 from .common import (
@@ -79,7 +80,7 @@ DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)
 NAME = "bench_mixers"  # the stem of the default outputs
 
 
-def markdown(meta, rows, labels):
+def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str]) -> str:
     out = []
     out.append(f"# Token-mixer micro-benchmark ({meta['device']})\n")
     out.append(f"- command: `{meta['command']}`")
@@ -127,13 +128,13 @@ def markdown(meta, rows, labels):
         out.append(f"## {role}\n")
         out.append("Forward+backward time, ms (speedup vs attn)\n")
 
-        def time_cell(lab, r):
+        def time_cell(lab: str, r: Dict[str, Any]) -> str:
             if "median_s" not in r:
                 return ""
             ms = f"{1000 * r['median_s']:.1f}"
             return ms if lab == "attn" else f"{ms} ({r['speedup_vs_attn']:.2f}x)"
 
-        def memory_cell(lab, r):
+        def memory_cell(lab: str, r: Dict[str, Any]) -> str:
             if "peak_bytes" not in r:
                 return ""
             if lab == "attn" or r.get("mem_ratio_vs_attn") is None:
@@ -189,13 +190,13 @@ def markdown(meta, rows, labels):
                 continue
             math_rows = {r["L"]: r for r in rows if r["mixer"] == MATH and r["role"] == role.value and "median_s" in r}
 
-            def cell(L):
+            def cell(L: int) -> str:
                 r = rr.get(L)
                 if not r:
                     return "n/a"
                 return f"{r['speedup_vs_attn']:.2f}x [{r['speedup_vs_attn_min']:.2f}x]"
 
-            def ceiling(L):
+            def ceiling(L: int) -> str:
                 r = rr.get(L)
                 if not r:
                     return "n/a"
@@ -220,7 +221,7 @@ def markdown(meta, rows, labels):
     return "\n".join(out)
 
 
-def plot(meta, rows, labels, path) -> None:
+def plot(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str], path: Path) -> None:
     """Speed-up over stock ``attn`` against L (top) and the share of each mixer's FLOP
     ceiling it reaches (bottom), one column per role, from the same rows as the tables."""
     from ..plotting import pyplot
@@ -263,7 +264,7 @@ def plot(meta, rows, labels, path) -> None:
     plt.close(fig)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_group_args(ap, NAME, "32,...,2048")
     ap.add_argument("--heads", type=int, default=8)

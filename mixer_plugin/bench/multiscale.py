@@ -26,8 +26,9 @@ The decoder runs the same scales with ratios of the prefix (the decoder's readin
 import argparse
 import os
 import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..mixers.multiscale import PAPER_SCALES, alpha_schedule, format_scales, parse_scales
+from ..mixers.multiscale import PAPER_SCALES, Scale, alpha_schedule, format_scales, parse_scales
 from ..mixers.registry import Role
 from . import common
 
@@ -36,13 +37,13 @@ GOAL_LABEL = "multiscale:layer1"
 NAME = "bench_multiscale"  # the stem of the default outputs
 
 
-def multiscale_variants(heads: int):
+def multiscale_variants(heads: int) -> List[Tuple[str, str]]:
     """(label, spec) of the multi-scale variants for ``heads`` heads."""
     paper, _ = parse_scales(PAPER_SCALES)
     labelling, _ = parse_scales("1+3+5+7+9")
     flex, _ = parse_scales("3+n/16+n/8+n/4+n/2")
 
-    def spec(scales, counts):
+    def spec(scales: Sequence[Scale], counts: Sequence[int]) -> str:
         return f"multiscale:scales={format_scales(scales, counts)}"
 
     return [
@@ -53,7 +54,13 @@ def multiscale_variants(heads: int):
     ]
 
 
-def table(rows, role, labels, key, fmt):
+def table(
+    rows: List[Dict[str, Any]],
+    role: str,
+    labels: List[str],
+    key: str,
+    fmt: Callable[[Dict[str, Any], Dict[str, Dict[str, Any]]], str],
+) -> List[str]:
     rr = [r for r in rows if r["role"] == role and key in r]
     present = [lab for lab in labels if any(r["mixer"] == lab for r in rr)]
     out = ["| L | B | " + " | ".join(f"`{lab}`" for lab in present) + " |", "|---:|---:|" + "---:|" * len(present)]
@@ -64,14 +71,14 @@ def table(rows, role, labels, key, fmt):
     return out
 
 
-def fmt_time(r, by):
+def fmt_time(r: Dict[str, Any], by: Dict[str, Dict[str, Any]]) -> str:
     ms = f"{1000 * r['median_s']:.1f}"
     if r["mixer"] == "attn":
         return ms
     return f"{ms} ({r['speedup_vs_attn']:.2f}x)"
 
 
-def fmt_mem(r, by):
+def fmt_mem(r: Dict[str, Any], by: Dict[str, Dict[str, Any]]) -> str:
     mb = common.fmt_mb(r["peak_bytes"])
     if r["mixer"] == "attn":
         return mb
@@ -82,7 +89,7 @@ def fmt_mem(r, by):
     return f"{mb} ({ratios})"
 
 
-def markdown(meta, rows, labels):
+def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str]) -> str:
     out = [
         f"# Multi-scale self-attention micro-benchmark ({meta['device']})\n",
         f"- command: `{meta['command']}`",
@@ -131,7 +138,7 @@ def markdown(meta, rows, labels):
         mem_attn = f"{g['mem_ratio_vs_attn']:.2f}" if g else "n/a"
         mem_math = f"{g['peak_bytes'] / m['peak_bytes']:.2f}" if g and m else "n/a"
 
-        def speed(base):
+        def speed(base: str) -> str:
             cells = []
             for L in (512, 1024, 2048):
                 r, b = by.get((GOAL_LABEL, L)), by.get((base, L))
@@ -143,7 +150,7 @@ def markdown(meta, rows, labels):
     return "\n".join(out)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], List[Dict[str, Any]], str]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_group_args(ap, NAME, "128,...,2048")
     ap.add_argument("--heads", type=int, default=8)

@@ -18,6 +18,7 @@ import argparse
 import os
 import statistics
 import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -28,7 +29,7 @@ from .common import RESULTS, run_meta, write_outputs
 # Each takes ext (T+W-1, B, K*d) and weight (K, W, d, d_out) -> (T, B, K*d_out).
 
 
-def unfold_bmm(ext, weight, T):
+def unfold_bmm(ext: torch.Tensor, weight: torch.Tensor, T: int) -> torch.Tensor:
     """All windows built, ``(K, T*B, W*d)``, then one batched GEMM."""
     K, W, d, d_out = weight.shape
     B = ext.shape[1]
@@ -37,7 +38,7 @@ def unfold_bmm(ext, weight, T):
     return torch.bmm(win, weight.reshape(K, W * d, d_out)).transpose(0, 1).reshape(T, B, K * d_out)
 
 
-def project_then_shift(ext, weight, T):
+def project_then_shift(ext: torch.Tensor, weight: torch.Tensor, T: int) -> torch.Tensor:
     """Every row through all W slots at once (one GEMM, W times wider output), then the
     shifted slices summed."""
     K, W, d, d_out = weight.shape
@@ -48,7 +49,7 @@ def project_then_shift(ext, weight, T):
     return h.permute(1, 2, 0, 3).reshape(T, B, K * d_out)
 
 
-def slot_bmm_autograd(ext, weight, T):
+def slot_bmm_autograd(ext: torch.Tensor, weight: torch.Tensor, T: int) -> torch.Tensor:
     """One batched GEMM per slot on shifted slices, with autograd's own backward."""
     K, W, d, d_out = weight.shape
     Te, B, _ = ext.shape
@@ -66,7 +67,7 @@ FORMS = {
 }
 
 
-def check(heads=3, d=4, d_out=5):
+def check(heads: int = 3, d: int = 4, d_out: int = 5) -> None:
     """Every formulation against the grouped convolution, output and both gradients."""
     for W in (1, 3, 5):
         g = torch.Generator().manual_seed(W)
@@ -85,7 +86,7 @@ def check(heads=3, d=4, d_out=5):
                 torch.testing.assert_close(a, b, msg=lambda m: f"{name}, {W} slots: {m}")
 
 
-def time_forms(W, causal, L, args):
+def time_forms(W: int, causal: bool, L: int, args: argparse.Namespace) -> Tuple[int, Dict[str, float]]:
     B = max(1, args.tokens // L)
     K, d = args.heads, args.dim // args.heads
     x = torch.randn(L, B, K * d, requires_grad=True)
@@ -93,7 +94,7 @@ def time_forms(W, causal, L, args):
     grad = torch.randn(L, B, K * d)
     left = W - 1 if causal else W // 2  # the decoder's window ends at t, the encoder's is centred
 
-    def step(form):
+    def step(form: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> None:
         ext = F.pad(x, (0, 0, 0, 0, left, W - 1 - left))  # (L+W-1, B, K*d): the zero context
         torch.relu(form(ext, weight, L)).backward(grad)
 
@@ -110,7 +111,7 @@ def time_forms(W, causal, L, args):
     return B, {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(
         prog="mixer-bench ngram-forms", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -137,7 +138,7 @@ def main(argv=None):
     write_outputs(args.md, args.json, markdown(meta, rows, args), {"meta": meta, "rows": rows})
 
 
-def markdown(meta, rows, args) -> str:
+def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], args: argparse.Namespace) -> str:
     cols = [f"{r['role']} ({r['slots']} slots), L = {r['L']} (B = {r['B']})" for r in rows]
     out = [
         f"# multiNN eq. (5): five formulations, forward + backward ({meta['device_name']})",

@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Dict, List, Optional
 
 from ..experiments.spec import load
 from ..experiments.stages import command_env, data_root, drop_flag, prep_manifest, shell, train_command
@@ -34,7 +35,7 @@ from .common import RESULTS, command_line, write_outputs
 WPS = re.compile(r"\| train_inner \|.*?wps=([\d.]+)")
 
 
-def train_wps(argv, env) -> float:
+def train_wps(argv: List[str], env: Dict[str, str]) -> float:
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env)
     wps = [float(x) for x in WPS.findall(proc.stdout + proc.stderr)]
     if proc.returncode != 0 or len(wps) < 2:
@@ -45,7 +46,7 @@ def train_wps(argv, env) -> float:
     return statistics.mean(wps[1:])  # the first interval holds the start-up
 
 
-def layer_ratio(spec_flags, L: int):
+def layer_ratio(spec_flags: List[str], L: int) -> Optional[float]:
     """The layer benchmark's speed-up of the model's first non-attn encoder mixer at the
     length nearest L (None when the model is all attention or the file lacks it)."""
     path = RESULTS / f"{mixers.NAME}_cpu.json"
@@ -78,7 +79,7 @@ def mean_length(root: Path) -> float:
     return float(ds.sizes.mean())
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(
         prog="mixer-bench train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -7,10 +7,11 @@ Where it says which source each test line comes from (``test.source``, or the sh
 folder's ``by-source/<source>/test.<side>``), that list is kept for per-source scores.
 """
 
+import argparse
 import lzma
 import shutil
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional, Sequence
 
 from ..paths import CHECKOUT
 from .prep import (
@@ -42,7 +43,7 @@ def corpus_file(corpus: Path, name: str) -> Optional[Path]:
     return None
 
 
-def copy_split_files(corpus: Path, out: Path, names):
+def copy_split_files(corpus: Path, out: Path, names: Sequence[str]) -> None:
     """Copy ``names`` (file names in ``corpus``, plain or .xz) into ``out``; one clear
     error if any is missing."""
     missing = [n for n in names if corpus_file(corpus, n) is None]
@@ -91,7 +92,15 @@ def test_sources(corpus: Path, side: str) -> Optional[List[str]]:
     return sources
 
 
-def shared_corpus_main(recipe, doc, argv, folder, sides, extra_args=None, **spec_options):
+def shared_corpus_main(
+    recipe: str,
+    doc: str,
+    argv: Optional[List[str]],
+    folder: str,
+    sides: Sequence[str],
+    extra_args: Optional[Callable[[argparse.ArgumentParser], object]] = None,
+    **spec_options,
+) -> None:
     """The Debian corpora: ``{train,valid,test}.<side>`` read from ``--corpus``, raw text,
     one joint sentencepiece unigram model of 8k pieces (the CPU size of this repo)."""
     p = common_parser(recipe, doc)

@@ -18,11 +18,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Dict, List, Optional
 
 from .prep import PrepError, count_lines, decode_subword, detruecase, main_wrapper, moses_detokenize, write_lines
 
 
-def hypotheses(log: Path):
+def hypotheses(log: Path) -> Dict[int, str]:
     hyps = {}
     for line in open(log, encoding="utf-8"):
         if line.startswith("H-"):
@@ -34,7 +35,7 @@ def hypotheses(log: Path):
     return hyps
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("log", type=Path, help="fairseq-generate stdout")
     p.add_argument("--prep", type=Path, required=True, help="the recipe's prep.json")
@@ -72,7 +73,7 @@ def main(argv=None):
     print(f"{want} hypotheses -> {args.out_dir}/hyp.txt (detokenized), hyp.tok (tokenized)")
 
 
-def cli():
+def cli() -> None:
     main_wrapper("postprocess", lambda: main(sys.argv[1:]))
 
 

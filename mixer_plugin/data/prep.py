@@ -42,7 +42,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from ..paths import SHARED_DATA, WORK, shown  # noqa: F401  (SHARED_DATA: the recipes' default)
 
@@ -51,13 +51,13 @@ class PrepError(Exception):
     """A one-line, user-facing failure (bad input, failed download, missing file)."""
 
 
-def say(msg: str):
+def say(msg: str) -> None:
     print(f"[mixer-prepare {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 # ----------------------------------------------------------------------- files
 @contextlib.contextmanager
-def atomic_path(path: Path):
+def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary sibling path; rename it onto ``path`` only on success.  A folder
     already at ``path`` (left by a run killed after this rename but before its step's
     marker) is replaced whole: os.replace cannot rename onto a folder that is not empty."""
@@ -79,7 +79,7 @@ def atomic_path(path: Path):
 LEFTOVER = re.compile(r"^\..+\.tmp(\d+)$")  # atomic_path's sibling: .<name>.tmp<pid>
 
 
-def sweep_leftovers(folder: Path, recursive: bool = False):
+def sweep_leftovers(folder: Path, recursive: bool = False) -> None:
     """Remove what atomic_path left in ``folder`` (and its subfolders with ``recursive``)
     for processes that are gone (a run killed mid-step); a live process's sibling is its
     work in progress."""
@@ -108,7 +108,7 @@ def write_lines(path: Path, lines: Iterable[str]) -> int:
     return n
 
 
-def open_text(path: Path):
+def open_text(path: Path) -> TextIO:
     path = Path(path)
     if path.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict", newline="\n")
@@ -253,7 +253,7 @@ def fetch(dl: Download, ws: "Workspace") -> Path:
     )
 
 
-def _download(url: str, out: Path):
+def _download(url: str, out: Path) -> None:
     req = urllib.request.Request(url, headers={"User-Agent": "mixer-plugin-data-prep"})
     with urllib.request.urlopen(req, timeout=60) as r, open(out, "wb") as f:
         want = r.headers.get("Content-Length")
@@ -309,7 +309,7 @@ def member_lines(archive: Path, member: str) -> List[str]:
 class Workspace:
     """The output root of one recipe run, with its step markers."""
 
-    def __init__(self, root: Path, args, recipe: str):
+    def __init__(self, root: Path, args: argparse.Namespace, recipe: str):
         self.root = Path(root)
         self.recipe = recipe
         self.args = args
@@ -380,7 +380,15 @@ def common_parser(recipe: str, doc: str) -> argparse.ArgumentParser:
     return p
 
 
-def add_subword_args(p, *, kind: str, vocab: int, joint: bool = True, spm_type: str = "bpe", lowercase=False):
+def add_subword_args(
+    p: argparse.ArgumentParser,
+    *,
+    kind: str,
+    vocab: int,
+    joint: bool = True,
+    spm_type: str = "bpe",
+    lowercase: bool = False,
+) -> None:
     g = p.add_argument_group("subwords")
     g.add_argument(
         "--subword",
@@ -424,7 +432,7 @@ def _moses(lang: str):
     return _MOSES[lang]
 
 
-def _tok_chunk(job):
+def _tok_chunk(job: Tuple[str, Sequence[str], bool, bool, bool, bool]) -> List[str]:
     lang, lines, lowercase, escape, aggressive, normalize = job
     norm, tok = _moses(lang)
     out = []
@@ -443,12 +451,12 @@ def _tok_chunk(job):
     return out
 
 
-def _chunks(lines: Sequence[str], size: int = 5000):
+def _chunks(lines: Sequence[str], size: int = 5000) -> Iterator[Sequence[str]]:
     for i in range(0, len(lines), size):
         yield lines[i : i + size]
 
 
-def pool_map(fn, jobs, workers: int):
+def pool_map(fn: Callable[[Any], Any], jobs: Iterable[Any], workers: int) -> List[Any]:
     jobs = list(jobs)
     if workers <= 1 or len(jobs) <= 1:
         return [fn(j) for j in jobs]
@@ -459,7 +467,14 @@ def pool_map(fn, jobs, workers: int):
 
 
 def moses_tokenize(
-    lines: Sequence[str], lang: str, *, lowercase=False, escape=False, aggressive=True, normalize=True, workers=1
+    lines: Sequence[str],
+    lang: str,
+    *,
+    lowercase: bool = False,
+    escape: bool = False,
+    aggressive: bool = True,
+    normalize: bool = True,
+    workers: int = 1,
 ) -> List[str]:
     parts = pool_map(_tok_chunk, [(lang, c, lowercase, escape, aggressive, normalize) for c in _chunks(lines)], workers)
     return [line for part in parts for line in part]
@@ -473,7 +488,7 @@ def moses_detokenize(lines: Sequence[str], lang: str) -> List[str]:
     return [detok.detokenize(re.sub(r" (@-@|##AT##-##AT##) ", "-", line).split(), unescape=True) for line in lines]
 
 
-def clean_pairs(src: List[str], tgt: List[str], min_len=1, max_len=250, ratio=1.5) -> List[int]:
+def clean_pairs(src: List[str], tgt: List[str], min_len: int = 1, max_len: int = 250, ratio: float = 1.5) -> List[int]:
     """Indices of the pairs Moses' clean-corpus-n.perl keeps: both sides within
     [min_len, max_len] tokens and neither more than ``ratio`` times the other."""
     keep = []
@@ -484,7 +499,7 @@ def clean_pairs(src: List[str], tgt: List[str], min_len=1, max_len=250, ratio=1.
     return keep
 
 
-def train_truecaser(lines: Sequence[str], model: Path):
+def train_truecaser(lines: Sequence[str], model: Path) -> None:
     from sacremoses import MosesTruecaser
 
     tc = MosesTruecaser()
@@ -512,7 +527,7 @@ def detruecase(lines: Iterable[str]) -> List[str]:
 _BPE = {}
 
 
-def _bpe_chunk(job):
+def _bpe_chunk(job: Tuple[str, Sequence[str]]) -> List[str]:
     codes, lines = job
     if codes not in _BPE:
         from subword_nmt.apply_bpe import BPE
@@ -523,7 +538,7 @@ def _bpe_chunk(job):
     return [bpe.process_line(line) for line in lines]
 
 
-def learn_bpe(train_files: Sequence[Path], merges: int, codes: Path):
+def learn_bpe(train_files: Sequence[Path], merges: int, codes: Path) -> None:
     from subword_nmt.learn_bpe import learn_bpe as _learn
 
     parts = []
@@ -535,12 +550,12 @@ def learn_bpe(train_files: Sequence[Path], merges: int, codes: Path):
         _learn(io.StringIO(text), out, merges, min_frequency=2)
 
 
-def apply_bpe(lines: Sequence[str], codes: Path, workers=1) -> List[str]:
+def apply_bpe(lines: Sequence[str], codes: Path, workers: int = 1) -> List[str]:
     parts = pool_map(_bpe_chunk, [(str(codes), c) for c in _chunks(lines)], workers)
     return [line for part in parts for line in part]
 
 
-def learn_spm(train_files: Sequence[Path], vocab: int, prefix: Path, model_type="bpe", workers=1):
+def learn_spm(train_files: Sequence[Path], vocab: int, prefix: Path, model_type: str = "bpe", workers: int = 1) -> None:
     """Writes ``<prefix>.model`` and ``<prefix>.vocab`` (callers write into a temporary folder)."""
     import sentencepiece as spm
 
@@ -625,7 +640,7 @@ class Pipeline:
         # one subword model for all languages, or one per language
         self.groups = [self.L] if not self.args.separate_vocab else [[lang] for lang in self.L]
 
-    def run(self, write_raw) -> dict:
+    def run(self, write_raw: Callable[[Path], Optional[dict]]) -> dict:
         ws, spec, args = self.ws, self.spec, self.args
         # the direction too: the same root prepared the other way round reads other files
         raw_info = ws.run_step(
@@ -657,7 +672,7 @@ class Pipeline:
         return self.manifest(raw_info, tok_info)
 
     # ------------------------------------------------------------------ steps
-    def raw(self, write_raw) -> dict:
+    def raw(self, write_raw: Callable[[Path], Optional[dict]]) -> dict:
         with atomic_path(self.ws.dir("raw")) as tmp:
             tmp.mkdir(parents=True)
             info = write_raw(tmp) or {}
@@ -691,7 +706,9 @@ class Pipeline:
             )
         return [(t.lower() if args.lowercase else t) for t in lines]
 
-    def split_train(self, out, text, info):
+    def split_train(
+        self, out: Dict[str, List[str]], text: Dict[str, List[str]], info: dict
+    ) -> Dict[str, Tuple[Dict[str, List[str]], Dict[str, List[str]]]]:
         """Length cleaning of the training pairs, then (Edunov et al.) every k-th pair to valid.
         ``out``/``text``: {lang: tokenized / raw lines} -> {split: (tokenized, raw)}."""
         spec, L = self.spec, self.L
@@ -704,13 +721,14 @@ class Pipeline:
             return {"train": (out, text)}
         k = spec.valid_every
 
-        def pick(d, to_valid):  # 1-based: pairs k, 2k, ... go to valid
+        # 1-based: pairs k, 2k, ... go to valid
+        def pick(d: Dict[str, List[str]], to_valid: bool) -> Dict[str, List[str]]:
             return {lang: [x for i, x in enumerate(d[lang], 1) if (i % k == 0) == to_valid] for lang in L}
 
         info["valid"] = len(pick(out, True)[spec.src])
         return {"train": (pick(out, False), pick(text, False)), "valid": (pick(out, True), pick(text, True))}
 
-    def write_refs(self, rtmp: Path, split: str, tokenized: List[str], text: List[str]):
+    def write_refs(self, rtmp: Path, split: str, tokenized: List[str], text: List[str]) -> None:
         """References for scoring: the raw text (detokenized BLEU, ROUGE) and the tokenized
         one (tokenized BLEU, as the WMT/IWSLT papers report); the recipe's own (raw/ref/) win."""
         tgt = self.spec.tgt
@@ -750,7 +768,7 @@ class Pipeline:
                         write_lines(tmp / f"{split}.{lang}", truecase(read_lines(tmp / f"{split}.{lang}"), model))
         return info
 
-    def model_name(self, group) -> str:
+    def model_name(self, group: List[str]) -> str:
         return "joint" if not self.args.separate_vocab else group[0]
 
     def subword(self) -> dict:
@@ -818,7 +836,7 @@ class Pipeline:
         return manifest
 
 
-def fairseq_preprocess(argv: List[str], log: Path):
+def fairseq_preprocess(argv: List[str], log: Path) -> None:
     cmd = [sys.executable, "-m", "fairseq_cli.preprocess", *argv]
     with open(log, "w") as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
@@ -827,7 +845,7 @@ def fairseq_preprocess(argv: List[str], log: Path):
         raise PrepError(f"fairseq-preprocess failed (exit {proc.returncode}; see {log}): {tail[0]}")
 
 
-def binarize(ws: Workspace, spec: Parallel, joint: bool):
+def binarize(ws: Workspace, spec: Parallel, joint: bool) -> dict:
     sub = ws.dir("subword")
     tests = [s for s in spec.splits if s.startswith("test")]
     with atomic_path(ws.dir("bin")) as tmp:
@@ -865,11 +883,11 @@ def data_root(recipe: str, prepare: Sequence[str] = ()) -> Path:
     return WORK / "data" / f"{recipe}.{hashlib.sha256(shlex.join(prepare).encode()).hexdigest()[:8]}"
 
 
-def resolve_root(args, recipe: str) -> Path:
+def resolve_root(args: argparse.Namespace, recipe: str) -> Path:
     return args.root or data_root(recipe)
 
 
-def main_wrapper(recipe: str, fn: Callable[[], None]):
+def main_wrapper(recipe: str, fn: Callable[[], None]) -> None:
     """Run a recipe; a PrepError is one line on stderr and exit status 2."""
     try:
         fn()

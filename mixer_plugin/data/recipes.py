@@ -16,7 +16,7 @@ import pkgutil
 import shlex
 import sys
 from types import ModuleType
-from typing import Dict, List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from .. import recipes as RECIPES_PACKAGE
 from ..paths import PYTHON
@@ -42,7 +42,7 @@ def recipes() -> Dict[str, Tuple[ModuleType, List[str]]]:
     return out
 
 
-def command(name: str, extra=()) -> List[str]:
+def command(name: str, extra: Iterable[object] = ()) -> List[str]:
     """The command line that prepares ``name``:
     ``python -m mixer_plugin.recipes.<module> <fixed> <extra>``."""
     table = recipes()
@@ -52,7 +52,7 @@ def command(name: str, extra=()) -> List[str]:
     return [PYTHON, "-m", module.__name__, *fixed, *map(str, extra)]
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)

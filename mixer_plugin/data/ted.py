@@ -1,19 +1,39 @@
 """WIT3 TED archives (IWSLT'14, IWSLT'16): the tagged training text and the xml sets."""
 
 import re
+from pathlib import Path
+from typing import Dict, Iterable, List
 
-from .prep import PrepError, fetch, find_member, member_lines, read_member, sgm_segments, write_lines
+from .prep import (
+    Download,
+    PrepError,
+    Workspace,
+    fetch,
+    find_member,
+    member_lines,
+    read_member,
+    sgm_segments,
+    write_lines,
+)
 
 _DROP = ("<url>", "<talkid>", "<keywords>")
 _TAGS = re.compile(r"</?(title|description)>")
 
 
-def ted_train_lines(lines):
+def ted_train_lines(lines: Iterable[str]) -> List[str]:
     """prepare-iwslt14.sh: grep -v <url>/<talkid>/<keywords>; strip <title>, <description>."""
     return [_TAGS.sub("", line).strip() for line in lines if not any(t in line for t in _DROP)]
 
 
-def write_ted(ws, out, archive, src, tgt, test_sets, apostrophe=False):
+def write_ted(
+    ws: Workspace,
+    out: Path,
+    archive: Download,
+    src: str,
+    tgt: str,
+    test_sets: Dict[str, List[str]],
+    apostrophe: bool = False,
+) -> dict:
     """Training text and the named xml sets (``{split: [set, ...]}``, concatenated) of a WIT3
     archive; ``apostrophe``: the xml sets' ’ as ' (prepare-iwslt14.sh's sed on them)."""
     tgz = fetch(archive, ws)

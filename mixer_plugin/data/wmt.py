@@ -9,7 +9,7 @@ downloaded archives, wherever the release put them.
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-from .prep import Download, PrepError, archive_names, member_lines, read_member, sgm_segments, write_lines
+from .prep import Download, PrepError, Workspace, archive_names, member_lines, read_member, sgm_segments, write_lines
 
 STATMT = "http://www.statmt.org"
 DATA_STATMT = "http://data.statmt.org"
@@ -89,7 +89,17 @@ def test_set(archives: Sequence[Path], name: str, src: str, tgt: str) -> Tuple[L
     )
 
 
-def write_wmt_raw(ws, out, corpora, src, tgt, dev_archives, valid, test_archives, tests) -> dict:
+def write_wmt_raw(
+    ws: Workspace,
+    out: Path,
+    corpora: Sequence[Tuple[str, str]],
+    src: str,
+    tgt: str,
+    dev_archives: Sequence[str],
+    valid: Sequence[str],
+    test_archives: Sequence[str],
+    tests: Dict[str, str],
+) -> dict:
     """train = the ``(archive, prefix)`` corpora concatenated; valid = the ``valid`` sets
     concatenated; ``tests`` = {split: set name}; the sets are looked up in the archives."""
     from .prep import fetch

@@ -32,7 +32,7 @@ def committed_runs(exp: Experiment) -> Path:
     return kept_runs(exp) if exp.results is not None else RESULTS / exp.name / "runs"
 
 
-def keep_run_outputs(exp: Experiment, results: List[ModelResult]):
+def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
     """Each finished run beside the results file: ``run.json`` (its record) and its
     hypotheses.  ``runner.restore`` brings them back on a machine whose ``work/`` is empty."""
     for r in results:

@@ -22,7 +22,7 @@ import re
 import shutil
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -30,7 +30,7 @@ from .. import compat  # noqa: F401  (the weights_only allowlist for fairseq che
 from ..data.prep import atomic_path
 
 
-def last_checkpoints(save_dir: Path, n: int):
+def last_checkpoints(save_dir: Path, n: int) -> List[Path]:
     by_update = []
     by_epoch = []
     for p in save_dir.iterdir():
@@ -49,7 +49,7 @@ def last_checkpoints(save_dir: Path, n: int):
     return [p for _, p in found[-n:]]
 
 
-def average(paths):
+def average(paths: Sequence[Path]) -> Dict[str, Any]:
     total = collections.OrderedDict()
     state = None
     for path in paths:
@@ -124,7 +124,7 @@ def set_aside(path: Path, stamp: str) -> Path:
     return aside
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("save_dir", type=Path)
     p.add_argument("--last", type=int, required=True)

@@ -224,7 +224,7 @@ def summarizes(m: Model) -> bool:
     return "rouge" in m.score.metrics
 
 
-def seed_stats(r: ModelResult, key: str):
+def seed_stats(r: ModelResult, key: str) -> Optional[Tuple[float, Optional[float], List[float]]]:
     values = [s[key] for s in r.scores if key in s]
     if not values:
         return None
@@ -244,7 +244,7 @@ def first_run(r: ModelResult) -> Optional[int]:
 
 
 # ------------------------------------------------------------ bootstraps
-def run_bootstraps(exp: Experiment, results: List[ModelResult]):
+def run_bootstraps(exp: Experiment, results: List[ModelResult]) -> None:
     """p-values of each model's first seed against the baseline's (mixer-score's test),
     and against the other row of each of its claims; and of every later seed against the
     baseline's run of the same seed, shown seed by seed beside the claims (which stay on
@@ -287,7 +287,7 @@ def run_bootstraps(exp: Experiment, results: List[ModelResult]):
             r.extra.setdefault("claims", {})[claim] = boot
 
 
-def own_seeds(base: ModelResult):
+def own_seeds(base: ModelResult) -> None:
     """Each later seed of a baseline against its first seed: two runs that differ only in
     their seed, under the test the claims' p is.  Where that reads p < 0.05 (the
     summarization transformer's seeds 1 and 2: +1.13 R-L, p 0.002), a one-seed row's p
@@ -302,7 +302,9 @@ def own_seeds(base: ModelResult):
     }
 
 
-def paired_bootstrap(r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0):
+def paired_bootstrap(
+    r: ModelResult, other: ModelResult, name: str, run: int = 0, other_run: int = 0
+) -> Tuple[dict, str]:
     """The paired bootstrap (``scoring.bootstrap``) of r's run ``run`` (default: its first
     seed) against other's run ``other_run``, cached in r's generation folder while it is the
     same test: against the same model and seed, on the same metrics, and neither hypothesis

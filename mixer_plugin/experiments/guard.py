@@ -113,7 +113,7 @@ def set_parent_death_signal(sig: int) -> bool:
         return False
 
 
-def end_group(child: subprocess.Popen):
+def end_group(child: subprocess.Popen) -> None:
     """SIGTERM to the group (the command and its own children), SIGKILL after GRACE; the
     guard leads the group and goes with the SIGKILL."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the group's SIGTERM is not for the guard

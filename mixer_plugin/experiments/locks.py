@@ -126,7 +126,7 @@ class Lock:
         _held[fd] = self
         return self
 
-    def release(self):
+    def release(self) -> None:
         """Empty the record (a clean end, not a death), then unlock.  Processes that
         inherited ``fd`` lose the lock too: release only once they have ended."""
         if self.fd is None:
@@ -145,7 +145,7 @@ class Lock:
         self.release()
 
 
-def release_all():
+def release_all() -> None:
     """Every lock this process holds (the runner's signal handler, once its stages are
     stopped)."""
     for lock in list(_held.values()):

@@ -35,7 +35,7 @@ ADAM = "--optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0"
 LS = "--criterion label_smoothed_cross_entropy --label-smoothing 0.1"
 
 
-def inverse_sqrt(lr, warmup) -> str:
+def inverse_sqrt(lr: float, warmup: int) -> str:
     return f"--lr {lr} --lr-scheduler inverse_sqrt --warmup-updates {warmup} --warmup-init-lr 1e-07"
 
 
@@ -227,7 +227,7 @@ def write() -> Dict[Path, str]:
     return want
 
 
-def index(files: Dict[Path, str]):
+def index(files: Dict[Path, str]) -> None:
     """configs/README.md: every paper row and the file that runs it."""
     rows = [(p, yaml.safe_load(t)) for p, t in files.items()]
     lines = [
@@ -253,7 +253,7 @@ def index(files: Dict[Path, str]):
     (CONFIGS / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(
         prog="mixer-configs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

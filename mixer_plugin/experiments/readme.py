@@ -16,7 +16,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 from ..paths import CHECKOUT
 from .archive import committed_runs
@@ -82,7 +82,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
 
 
 def render(text: str) -> str:
-    def block(m):
+    def block(m: re.Match) -> str:
         if m.group(2) not in BLOCKS:
             raise SystemExit(f"readme: README.md has a block nobody generates: {m.group(2)!r}")
         return m.group(1) + BLOCKS[m.group(2)]() + m.group(4)
@@ -90,7 +90,7 @@ def render(text: str) -> str:
     return BLOCK.sub(block, text)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m mixer_plugin.experiments.readme",
         description=__doc__,

@@ -35,7 +35,7 @@ from .collect import (
     seed_stats,
     summarizes,
 )
-from .spec import Experiment, paper_figures
+from .spec import Experiment, Model, paper_figures
 from .stages import prep_manifest, prepare_stage, run_stages, shell
 
 
@@ -80,14 +80,14 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
     return "; ".join(cells)
 
 
-def paper_cell(m) -> str:
+def paper_cell(m: Model) -> str:
     """What the paper says of the row, with the figures of the paper rows it names (read from
     the paper's module: ``spec.paper_figures``)."""
     figures = [f for ref in m.paper_rows for f in paper_figures(ref)]
     return m.paper + (f" ({'; '.join(figures)})" if figures else "")
 
 
-def claim_metric(m) -> str:
+def claim_metric(m: Model) -> str:
     return claims.claim_metric(m.score.metrics)
 
 
@@ -506,7 +506,7 @@ def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
     return md
 
 
-def print_samples(exp: Experiment, n: int):
+def print_samples(exp: Experiment, n: int) -> None:
     """A few source / hypothesis / reference lines of each model's first run."""
     for r in collect(exp):
         if not r.runs:

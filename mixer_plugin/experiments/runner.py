@@ -44,6 +44,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import FrameType
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..data.prep import atomic_path, sweep_leftovers
@@ -83,11 +84,11 @@ class Progress:
         s = int(time.time() - self.start)
         return f"[{time.strftime('%H:%M:%S')} +{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}]"
 
-    def say(self, msg: str):
+    def say(self, msg: str) -> None:
         with self.lock:
             print(f"{self.clock()} {msg}", flush=True)
 
-    def finish(self, label: str, stage: Stage, seconds: float, pending: List[str], jobs: int):
+    def finish(self, label: str, stage: Stage, seconds: float, pending: List[str], jobs: int) -> None:
         with self.lock:
             self.finished += 1
             self.took.setdefault(stage.name, []).append(seconds)
@@ -151,10 +152,10 @@ class Runner:
         exp: Experiment,
         jobs: Optional[int] = None,
         threads: Optional[int] = None,
-        only=None,
-        seeds=None,
-        dry_run=False,
-        commit=False,
+        only: Optional[Sequence[str]] = None,
+        seeds: Optional[Sequence[int]] = None,
+        dry_run: bool = False,
+        commit: bool = False,
     ):
         """``jobs``/``threads``: runs at a time and threads each; None: fitted to the machine."""
         self.exp = exp
@@ -287,7 +288,7 @@ class Runner:
         events = {id(s): threading.Event() for _, c in chains for s in c}
         skipped: List[str] = []
 
-        def run_chain(label, chain, hold):
+        def run_chain(label: str, chain: List[Stage], hold: Sequence[int]) -> None:
             nonlocal ok
             ran = not all(s.done() for s in chain)
             for i, stage in enumerate(chain):
@@ -303,7 +304,7 @@ class Runner:
             if self.commit and ran:
                 self.write_results(commit=f"{exp.name}: {label} finished")
 
-        def run_job(job):
+        def run_job(job: List[Tuple[str, List[Stage]]]) -> None:
             """A training and the decodes of its checkpoints, holding every folder they
             write, or nothing of it where another runner holds one."""
             locks = self.lock_job(job)
@@ -370,7 +371,7 @@ class Runner:
             self.took_over(label, locks[-1])
         return locks
 
-    def took_over(self, what: str, lock: Lock):
+    def took_over(self, what: str, lock: Lock) -> None:
         """One line where a lock's last holder died holding it (its record is still there)."""
         h = lock.took_over
         if h is not None:
@@ -434,13 +435,13 @@ class Runner:
         return True
 
     # ------------------------------------------------------------------ results
-    def write_results(self, commit=None):
+    def write_results(self, commit: Optional[str] = None) -> None:
         # one at a time: the jobs, and other runners of the experiment, share the results
         # file, its bootstrap caches and git's index
         with self.writing, Lock(WORK / self.exp.name / "results").acquire(wait=True):
             self._write_results(commit)
 
-    def _write_results(self, commit=None):
+    def _write_results(self, commit: Optional[str] = None) -> None:
         path = report.write(self.exp)
         if path is not None:
             self.progress.say(f"results: {shown(path)}")
@@ -477,7 +478,7 @@ def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(["git", *args], 127, "", "git: command not found")
 
 
-def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
+def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
     """Whether (model, seed) is finished: here (a folder restored before) or in its
     committed copy, which is then copied into its run folder (``copy``).  A copy counts
     only when it records every stage of ``chain`` with the same commands; a run folder
@@ -516,7 +517,7 @@ def restore_run(exp, model, seed: int, chain: List[Stage], copy: bool = True) ->
     return True
 
 
-def stop(signum, frame):
+def stop(signum: int, frame: Optional[FrameType]) -> None:
     """SIGINT (Ctrl-C), SIGTERM, SIGHUP (a closed terminal): end every running stage's
     process group, free the locks, and exit at once (the other jobs' threads would
     otherwise start their next stages).  What finished is kept; what was cut short has
@@ -544,7 +545,7 @@ def stop(signum, frame):
     os._exit(128 + signum)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(
         prog="mixer-run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

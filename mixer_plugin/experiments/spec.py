@@ -42,7 +42,7 @@ import re
 import shlex
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 import yaml
 
@@ -126,7 +126,7 @@ class Experiment:
         return list(dict.fromkeys(m.data for m in self.models.values()))
 
 
-def flag_list(value, where: str) -> List[str]:
+def flag_list(value: Any, where: str) -> List[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -136,7 +136,7 @@ def flag_list(value, where: str) -> List[str]:
     raise ExperimentError(f"{where}: flags must be a string or a list of strings")
 
 
-def _check_keys(d, allowed, where):
+def _check_keys(d: Any, allowed: Iterable[str], where: str) -> None:
     if not isinstance(d, dict):
         raise ExperimentError(f"{where}: expected a mapping")
     unknown = sorted(set(d) - set(allowed))
@@ -144,7 +144,7 @@ def _check_keys(d, allowed, where):
         raise ExperimentError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(allowed))})")
 
 
-def _sub(cls, d, base, where):
+def _sub(cls: type, d: Any, base: Union[Generate, Score], where: str):
     """A Generate / Score from a mapping, over ``base``."""
     if d is None:
         return base
@@ -165,7 +165,7 @@ def _sub(cls, d, base, where):
     return replace(base, **values)
 
 
-def _seeds(value, where) -> List[int]:
+def _seeds(value: Any, where: str) -> List[int]:
     seeds = [value] if isinstance(value, int) else value
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
         raise ExperimentError(f"{where}: seeds must be an integer or a non-empty list of integers")
@@ -210,7 +210,7 @@ MODEL = {
 _CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
 
 
-def _claims(value, where) -> List[Claim]:
+def _claims(value: Any, where: str) -> List[Claim]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(c, str) for c in items):
         raise ExperimentError(f"{where}: claims must be a string or a list of strings such as '> transformer'")
@@ -256,7 +256,7 @@ def paper_figures(ref: str) -> List[str]:
     return rows
 
 
-def _paper_rows(value, where) -> List[str]:
+def _paper_rows(value: Any, where: str) -> List[str]:
     refs = [value] if isinstance(value, str) else value
     if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
         raise ExperimentError(f"{where}: expected a list of ARCH, ARCH:TABLE or ARCH@DATASET")
@@ -268,7 +268,7 @@ def _paper_rows(value, where) -> List[str]:
     return list(refs)
 
 
-def load(path) -> Experiment:
+def load(path: Union[str, Path]) -> Experiment:
     path = Path(path)
     if not path.is_file():
         raise ExperimentError(f"{path}: no such experiment file")

@@ -515,14 +515,14 @@ def last_line(log: Path) -> str:
     return next((line for line in reversed(lines) if line and not line.startswith("$ ")), "")[:500]
 
 
-def write_json(path: Path, record: dict):
+def write_json(path: Path, record: dict) -> None:
     """Whole or not at all: a stamp cut short by a kill would stop every later run of the
     experiment on its JSON error."""
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(record, indent=1) + "\n")
 
 
-def restart_if_changed(stage: Stage, say: Callable[[str], None] = print):
+def restart_if_changed(stage: Stage, say: Callable[[str], None] = print) -> None:
     """A run folder trained with another command (other than its budget) is moved aside;
     one with the same command, finished or killed, is continued by fairseq itself."""
     run = stage.outputs[0].parent

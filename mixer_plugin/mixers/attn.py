@@ -5,9 +5,11 @@ it asks the layer for exactly the module the stock TransformerLayer would build
 (same arguments, same initialisation order).
 """
 
+from torch import nn
+
 from .registry import ALL_ROLES, MixerContext, NoOptions, register_mixer
 
 
 @register_mixer("attn", NoOptions, roles=ALL_ROLES)
-def build_stock_attention(ctx: MixerContext, opts: NoOptions):
+def build_stock_attention(ctx: MixerContext, opts: NoOptions) -> nn.Module:
     return ctx.build_stock()

@@ -167,15 +167,17 @@ class MixerBase(FairseqIncrementalState, nn.Module):
         """(query, key) pairs a full-width attention scores: all, or the causal half."""
         return T * (T + 1) // 2 if self.causal and S == T else T * S
 
-    def _get_input_buffer(self, incremental_state: Optional[State]):
+    def _get_input_buffer(self, incremental_state: Optional[State]) -> Dict[str, Optional[Tensor]]:
         # the stock decoder layer calls this on its self_attn on every step
         result = self.get_incremental_state(incremental_state, "mixer_state")
         return {} if result is None else result
 
-    def _set_input_buffer(self, incremental_state: State, buffer):
+    def _set_input_buffer(self, incremental_state: State, buffer: Dict[str, Optional[Tensor]]) -> Optional[State]:
         return self.set_incremental_state(incremental_state, "mixer_state", buffer)
 
-    def check_self_call(self, query: Tensor, key: Optional[Tensor], attn_mask: Optional[Tensor], incremental_state):
+    def check_self_call(
+        self, query: Tensor, key: Optional[Tensor], attn_mask: Optional[Tensor], incremental_state: Optional[State]
+    ) -> None:
         """What the stock layers may pass a self-mixer.  The decoder's ``attn_mask`` is
         the future mask, which the plugin's mixers build in; an encoder passes none."""
         if key is not None and key is not query:
@@ -188,7 +190,7 @@ class MixerBase(FairseqIncrementalState, nn.Module):
         if incremental_state is not None and not self.causal:
             raise ValueError("incremental decoding needs a causal (decoder) mixer")
 
-    def reorder_incremental_state(self, incremental_state: State, new_order: Tensor):
+    def reorder_incremental_state(self, incremental_state: State, new_order: Tensor) -> Optional[State]:
         buffer = self._get_input_buffer(incremental_state)
         if buffer:
             for k, v in buffer.items():
@@ -316,7 +318,7 @@ class AttentionMixer(MixerBase):
         """What :meth:`attend` multiplies: here scores and the weighted sum of values."""
         return self.pairs(T, S) * self.num_heads * (self.head_dim + self.value_dim)
 
-    def reorder_incremental_state(self, incremental_state: State, new_order: Tensor):
+    def reorder_incremental_state(self, incremental_state: State, new_order: Tensor) -> Optional[State]:
         if self.cross:
             buffer = self._get_input_buffer(incremental_state)
             if buffer and next(iter(buffer.values())).size(1) == new_order.numel():
@@ -335,7 +337,7 @@ class AttentionMixer(MixerBase):
         self.set_incremental_state(incremental_state, "mixer_free", free)
         return self._set_input_buffer(incremental_state, buffer)
 
-    def reset_attention_parameters(self):
+    def reset_attention_parameters(self) -> None:
         # fairseq MultiheadAttention.reset_parameters: the scaled init when keys and
         # values have the model width ("much better convergence" per fairseq)
         gain = 2**-0.5 if self.kv_dim == self.embed_dim else 1.0
@@ -344,7 +346,14 @@ class AttentionMixer(MixerBase):
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    def mix(self, x, kv_input, key_padding_mask, incremental_state, need_weights):
+    def mix(
+        self,
+        x: Tensor,
+        kv_input: Tensor,
+        key_padding_mask: Optional[Tensor],
+        incremental_state: Optional[State],
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         T, B, _ = x.shape
         if self.cross or not self.fuse_qkv():
             q, new = self.q_proj(x), None
@@ -400,7 +409,7 @@ class AttentionMixer(MixerBase):
         key_padding_mask: Optional[Tensor],
         incremental_state: Optional[State],
         new: Optional[Dict[str, Tensor]] = None,
-    ):
+    ) -> Tuple[Dict[str, Tensor], Optional[Tensor], int]:
         """-> (streams, key_padding_mask over all key rows, offset).  ``new``: the
         streams of ``kv_input`` when the caller has them already.
 
@@ -450,7 +459,7 @@ class AttentionMixer(MixerBase):
         need_weights: bool = False,
         scale: Optional[float] = None,
         repeat: int = 1,
-    ):
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         """Scaled dot-product attention (eq. 1-3 of Vaswani et al.) with this mixer's
         padding, causality and attention dropout: q ``(B, H, T, d)``, k ``(B, H, S, d)``,
         v ``(B, H, S, dv)`` -> ``(B, H, T, dv)``, weights or None."""

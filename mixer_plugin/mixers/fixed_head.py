@@ -18,7 +18,9 @@ d_p = d_v = D / H this is exactly ``attn``.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional, Tuple
+
+from torch import Tensor
 
 from .base import AttentionMixer
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
@@ -43,7 +45,14 @@ class FixedHeadAttention(AttentionMixer):
     def __init__(self, ctx: MixerContext, opts: FixedHeadOptions):
         super().__init__(ctx, num_heads=opts.heads or ctx.num_heads, head_dim=opts.head_dim, value_dim=opts.value_dim)
 
-    def attend(self, q, streams, key_padding_mask, offset, need_weights):
+    def attend(
+        self,
+        q: Tensor,
+        streams: Dict[str, Tensor],
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d_p)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, d_v)
         return self.soft_attention(q, k, v, key_padding_mask, offset, need_weights)  # scale 1/sqrt(d_p)

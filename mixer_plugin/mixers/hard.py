@@ -37,7 +37,7 @@ fairseq's ``--model-overrides`` (the paper's Table 4):
 """
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -83,7 +83,7 @@ class _Retrieve(torch.autograd.Function):
     dOut V^T (eq. 9) to it: the forward never forms P V."""
 
     @staticmethod
-    def forward(ctx, probs: Tensor, v: Tensor, index: Tensor) -> Tensor:
+    def forward(ctx: Any, probs: Tensor, v: Tensor, index: Tensor) -> Tensor:
         S, B, H, dv = v.shape
         rows = value_rows(index, B)
         ctx.save_for_backward(v, rows)
@@ -91,7 +91,7 @@ class _Retrieve(torch.autograd.Function):
         return v.reshape(S * B * H, dv).index_select(0, rows).view(*index.shape, dv)  # (6)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):
+    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], None]:
         v, rows = ctx.saved_tensors
         S, B, H, dv = v.shape
         grad = grad.to(v.dtype)
@@ -139,7 +139,14 @@ class HardRetrievalAttention(AttentionMixer):
             return super().core_macs(T, S)
         return self.pairs(T, S) * self.num_heads * self.head_dim  # scores only: the value is an index
 
-    def attend(self, q, streams, key_padding_mask, offset, need_weights):
+    def attend(
+        self,
+        q: Tensor,
+        streams: Dict[str, Tensor],
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         B, H, T, _ = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         S = k.size(2)

@@ -46,9 +46,9 @@ model with a fixed head size); the default is D / H as in Algorithm 1 line 2.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
-from torch import nn
+from torch import Tensor, nn
 
 from .base import AttentionMixer
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
@@ -99,7 +99,14 @@ class InteractingHeadAttention(AttentionMixer):
             return T * H * d + self.pairs(T, S) * H * (d + dv)  # the query sum, then one attention
         return self.pairs(T, S) * H * H * (d + dv)  # every (i, j) head pair
 
-    def attend(self, q, streams, key_padding_mask, offset, need_weights):
+    def attend(
+        self,
+        q: Tensor,
+        streams: Dict[str, Tensor],
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         B, H, T, d = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.head_value_dim)  # (B, H, S, dv)

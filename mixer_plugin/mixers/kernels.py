@@ -49,7 +49,7 @@ def padding_bias(key_padding_mask: Tensor, dtype: torch.dtype) -> Tensor:
     return additive(~key_padding_mask, dtype).view(B, 1, 1, S)
 
 
-def future(T: int, S: int, offset: int, device, repeat: int = 1) -> Tensor:
+def future(T: int, S: int, offset: int, device: torch.device, repeat: int = 1) -> Tensor:
     """``(repeat * T, S)`` bool, True where a key row lies after the query's row
     (query row ``r`` is query ``r % T``: ``repeat`` stacks the queries)."""
     rows = torch.arange(T, device=device).repeat(repeat) + offset
@@ -248,7 +248,9 @@ def dense_band_attention(
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=scale)
 
 
-def band_mask(lo: Radius, hi: Radius, key_ok: Optional[Tensor], T: int, S: int, offset: int, device) -> Tensor:
+def band_mask(
+    lo: Radius, hi: Radius, key_ok: Optional[Tensor], T: int, S: int, offset: int, device: torch.device
+) -> Tensor:
     """``(B|1, 1, T, S)`` bool: key row s is in query i's band and ``key_ok``."""
     delta = torch.arange(S, device=device) - torch.arange(T, device=device)[:, None] - offset  # (T, S)
     ok = (delta >= -_per_query(lo, 1, T)) & (delta <= _per_query(hi, 1, T))  # (B|1, 1, T, S)
@@ -261,7 +263,7 @@ def window_pairs(T: int, lo: int, hi: int) -> int:
     return sum(min(T - 1, t + hi) - max(0, t - lo) + 1 for t in range(T))
 
 
-def _per_query(r: Radius, nb: int, c: int):
+def _per_query(r: Radius, nb: int, c: int) -> Radius:
     """A radius as ``(B|1, nb|1, c|1, 1)`` for queries in nb blocks of c (an int
     stays an int); tensors come as ``(B|1, T|1)``.  Dense attention is nb = 1."""
     if isinstance(r, int):

@@ -13,7 +13,9 @@ O(L n), never O(L^2).  A decoder caches only the last n-1 key/value rows.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional, Tuple
+
+from torch import Tensor
 
 from .base import AttentionMixer
 from .kernels import band_attention, window_pairs
@@ -47,7 +49,14 @@ class LocalAttention(AttentionMixer):
         lo, hi = self.n - 1, (0 if self.causal else self.n - 1)
         return window_pairs(T, lo, hi) * self.num_heads * (self.head_dim + self.value_dim)
 
-    def attend(self, q, streams, key_padding_mask, offset, need_weights):
+    def attend(
+        self,
+        q: Tensor,
+        streams: Dict[str, Tensor],
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, d)
         key_ok = None if key_padding_mask is None else ~key_padding_mask  # (B, S)

@@ -46,7 +46,7 @@ back from the device (no sync per decoding step).
 import math
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -69,7 +69,7 @@ class Scale:
     value: int
     ratio: bool
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"n/{self.value}" if self.ratio else str(self.value)
 
 
@@ -128,7 +128,7 @@ def round_heads(shares: Sequence[float], rounding: str = "cumceil") -> List[int]
     raise ValueError(f"rounding must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
 
 
-def _cumsum(xs):
+def _cumsum(xs: Sequence[float]) -> List[float]:
     out, acc = [], 0.0
     for x in xs:
         acc += x
@@ -283,13 +283,13 @@ class MultiScaleAttention(AttentionMixer):
         return f"heads={self.num_heads}, scales={format_scales(*zip(*self.groups))}, omega={self.opts.omega}"
 
     # ---------------------------------------------------------------- scales
-    def radius(self, omega):
+    def radius(self, omega: Radius) -> Radius:
         """r from a (clamped) omega: the literal eq. (7) radius, or (omega-1)/2 of
         the largest odd width <= omega."""
         return omega if self.opts.omega == "radius" else (omega - 1) // 2
 
     def window(
-        self, scale: Scale, key_ok: Optional[Tensor], B: int, T: int, S: int, offset: int, device
+        self, scale: Scale, key_ok: Optional[Tensor], B: int, T: int, S: int, offset: int, device: torch.device
     ) -> Tuple[Radius, Radius, int]:
         """(left, right) radius of a head group, each an int or ``(B, 1|T)`` tensor,
         and a host-side bound on the left one (the length N is at most S)."""
@@ -321,7 +321,14 @@ class MultiScaleAttention(AttentionMixer):
         return total
 
     # --------------------------------------------------------------- eq. 6-9
-    def attend(self, q, streams, key_padding_mask, offset, need_weights):
+    def attend(
+        self,
+        q: Tensor,
+        streams: Dict[str, Tensor],
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         B, H, T, _ = q.shape
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, dv)

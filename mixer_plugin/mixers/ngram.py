@@ -36,13 +36,13 @@ window slot, straight on the time-major ``(T, B, C)`` layout; ``kernel=conv`` ca
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import WindowMixer
+from .base import State, WindowMixer
 from .registry import MixerContext, MixerSpecError, check_positive, option, register_mixer
 
 
@@ -113,7 +113,7 @@ class NgramMixer(WindowMixer):
         self.out_proj = nn.Linear(K * d_out, D) if opts.out == "W" else None
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.in_proj is not None:
             nn.init.xavier_uniform_(self.in_proj.weight)
         fan_in = self.ngram_weight.size(1) + (self.d_in if self.global_context else 0)
@@ -144,7 +144,14 @@ class NgramMixer(WindowMixer):
             return x.repeat(1, 1, self.num_heads)  # every head reads all of x
         return x  # slice: head k's d features are x's k-th slice already
 
-    def mix(self, x, kv_input, key_padding_mask, incremental_state, need_weights):
+    def mix(
+        self,
+        x: Tensor,
+        kv_input: Tensor,
+        key_padding_mask: Optional[Tensor],
+        incremental_state: Optional[State],
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         T, B, _ = x.shape
         K, d = self.num_heads, self.d_in
         xk = self.heads_input(x)  # (T, B, K*d)
@@ -211,7 +218,7 @@ class _WindowGemm(torch.autograd.Function):
     gradient and add W of them."""
 
     @staticmethod
-    def forward(ctx, ext: Tensor, weight: Tensor, T: int) -> Tensor:
+    def forward(ctx: Any, ext: Tensor, weight: Tensor, T: int) -> Tensor:
         Te, B, _ = ext.shape
         K, W, d, d_out = weight.shape
         rows = ext.view(Te * B, K, d).transpose(0, 1)  # (K, Te*B, d), a view
@@ -223,7 +230,7 @@ class _WindowGemm(torch.autograd.Function):
         return out.transpose(0, 1).reshape(T, B, K * d_out)  # (T, B, K*d_out)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):
+    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], None]:
         ext, weight = ctx.saved_tensors
         T = ctx.T
         Te, B, C = ext.shape

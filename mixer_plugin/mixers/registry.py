@@ -18,7 +18,7 @@ import dataclasses
 import enum
 import typing
 from dataclasses import dataclass, field, fields
-from typing import Callable, Dict, FrozenSet, List, Optional, Type
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Type, TypeVar, Union
 
 import torch.nn as nn
 
@@ -80,11 +80,16 @@ class MixerEntry:
 
 MIXER_REGISTRY: Dict[str, MixerEntry] = {}
 
+# a mixer class or factory function, returned unchanged by register_mixer
+_Factory = TypeVar("_Factory", bound=Callable[..., nn.Module])
 
-def register_mixer(name: str, options: Type = NoOptions, roles=SELF_ROLES):
+
+def register_mixer(
+    name: str, options: Type = NoOptions, roles: Iterable[Role] = SELF_ROLES
+) -> Callable[[_Factory], _Factory]:
     """Class or function decorator: ``factory(ctx, opts) -> nn.Module``."""
 
-    def deco(factory):
+    def deco(factory: _Factory) -> _Factory:
         if name in MIXER_REGISTRY:
             raise ValueError(f"mixer {name!r} is registered twice")
         MIXER_REGISTRY[name] = MixerEntry(name, factory, options, frozenset(roles))
@@ -93,13 +98,13 @@ def register_mixer(name: str, options: Type = NoOptions, roles=SELF_ROLES):
     return deco
 
 
-def option(default, help: str, key: Optional[str] = None, choices=None):
+def option(default: Any, help: str, key: Optional[str] = None, choices: Optional[Sequence[str]] = None) -> Any:
     """A field of a mixer's options dataclass.  ``key`` is its name in the spec
     string when that differs from the field name (``global`` is a keyword)."""
     return field(default=default, metadata={"help": help, "key": key, "choices": choices})
 
 
-def check_positive(opts, *names: str) -> Optional[str]:
+def check_positive(opts: object, *names: str) -> Optional[str]:
     """For ``validate()``: the first named option that is set and < 1, as a message."""
     for name in names:
         value = getattr(opts, name)
@@ -130,7 +135,7 @@ class LayerMixer:
         return ":".join(parts)
 
 
-def _format_value(value) -> str:
+def _format_value(value: object) -> str:
     if isinstance(value, bool):
         return str(int(value))
     return str(value)
@@ -140,7 +145,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def _coerce(flag: str, name: str, f: dataclasses.Field, text: str):
+def _coerce(flag: str, name: str, f: dataclasses.Field, text: str) -> Union[bool, int, float, str]:
     key = spec_key(f)
     hint = typing.get_type_hints(MIXER_REGISTRY[name].options)[f.name]
     base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Union else hint
@@ -211,7 +216,7 @@ def parse_mixer_list(flag: str, text: str) -> List[LayerMixer]:
     return out
 
 
-def resolve_layers(flag: str, text: str, num_layers: int, layers_flag: str):
+def resolve_layers(flag: str, text: str, num_layers: int, layers_flag: str) -> List[LayerMixer]:
     """Parse and broadcast a spec list to exactly ``num_layers`` entries."""
     mixers = parse_mixer_list(flag, text)
     if len(mixers) == 1:

@@ -27,7 +27,7 @@ paper; no fused attention kernel can take a map between softmax and the value su
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -66,7 +66,7 @@ class TalkingHeadsAttention(AttentionMixer):
         self.post_softmax = nn.Parameter(torch.empty(H, H))  # P_w
         self.reset_talking_heads()
 
-    def reset_talking_heads(self):
+    def reset_talking_heads(self) -> None:
         for p in (self.pre_softmax, self.post_softmax):
             if self.init == "identity":
                 nn.init.eye_(p)
@@ -77,7 +77,14 @@ class TalkingHeadsAttention(AttentionMixer):
         H = self.num_heads
         return super().core_macs(T, S) + 2 * self.pairs(T, S) * H * H  # P_l and P_w at every (query, key)
 
-    def attend(self, q, streams, key_padding_mask, offset, need_weights):
+    def attend(
+        self,
+        q: Tensor,
+        streams: Dict[str, Tensor],
+        key_padding_mask: Optional[Tensor],
+        offset: int,
+        need_weights: bool,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         k = self.split_heads(streams["k"], self.head_dim)  # (B, H, S, d)
         v = self.split_heads(streams["v"], self.value_dim)  # (B, H, S, dv)
         # The logits, both head maps and the softmax in float32 at least, with autocast

@@ -22,13 +22,15 @@ chosen per layer with the same ``--encoder-mixers`` specs, and
         --arch mixer_cls_ms ...
 """
 
+import argparse
 import logging
-from typing import Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from fairseq import utils
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from fairseq.models.transformer import Embedding, TransformerConfig, TransformerModel
+from fairseq.tasks import FairseqTask
 from torch import Tensor, nn
 
 from ..mixers import Role
@@ -79,14 +81,14 @@ class ClassificationHead(nn.Module):
 class MixerClassifierModel(BaseFairseqModel):
     """Sentence classifier: mixer encoder + [CLS]/max-pool features + MLP heads."""
 
-    def __init__(self, args, encoder: MixerTransformerEncoder):
+    def __init__(self, args: argparse.Namespace, encoder: MixerTransformerEncoder):
         super().__init__()
         self.args = args
         self.encoder = encoder
         self.classification_heads = nn.ModuleDict()
 
     @classmethod
-    def add_args(cls, parser):
+    def add_args(cls, parser: argparse.ArgumentParser) -> None:
         TransformerModel.add_args(parser)  # the encoder's flags (decoder flags are unused)
         add_mixer_args(parser, roles=(Role.ENCODER_SELF,))
         parser.add_argument(
@@ -114,7 +116,7 @@ class MixerClassifierModel(BaseFairseqModel):
         )
 
     @classmethod
-    def build_model(cls, args, task):
+    def build_model(cls, args: argparse.Namespace, task: FairseqTask) -> "MixerClassifierModel":
         classifier_base_architecture(args)
         if getattr(args, "max_positions", None):
             # sentence_prediction's --max-positions bounds the input
@@ -127,7 +129,7 @@ class MixerClassifierModel(BaseFairseqModel):
             logger.info(line)
         return model
 
-    def register_classification_head(self, name: str, num_classes: int, inner_dim: Optional[int] = None):
+    def register_classification_head(self, name: str, num_classes: int, inner_dim: Optional[int] = None) -> None:
         a = self.args
         self.classification_heads[name] = ClassificationHead(
             a.encoder_embed_dim,
@@ -144,7 +146,7 @@ class MixerClassifierModel(BaseFairseqModel):
         src_lengths: Optional[Tensor] = None,
         features_only: bool = True,
         classification_head_name: Optional[str] = None,
-    ):
+    ) -> Tuple[Tensor, Dict[str, Dict[str, List[Tensor]]]]:
         """-> (logits ``(B, classes)``, extra), or (the top layer's states ``(T, B,
         C)``, extra) when no head is named.  ``features_only`` is accepted for
         ``sentence_prediction``'s criterion; the logits are always sentence-level."""
@@ -164,10 +166,10 @@ class MixerClassifierModel(BaseFairseqModel):
         head = self.classification_heads[classification_head_name]
         return head(head.features(x, padding_mask if padding_mask.any() else None, cls_index)), extra
 
-    def max_positions(self):
+    def max_positions(self) -> int:
         return self.encoder.max_positions()
 
-    def mixer_summary(self):
+    def mixer_summary(self) -> List[str]:
         """One line per layer: its mixer, and the MS-Transformer form where used (logged at build)."""
         return [
             f"encoder.{i}: self={layer.mixer.describe()}"
@@ -178,14 +180,14 @@ class MixerClassifierModel(BaseFairseqModel):
 
 # --------------------------------------------------------------- architectures
 @register_model_architecture("mixer_classifier", "mixer_classifier")
-def classifier_base_architecture(args):
+def classifier_base_architecture(args: argparse.Namespace) -> None:
     set_defaults(args, pooling="concat", classifier_activation_fn="relu", classifier_inner_dim=None)
     mixer_base_architecture(args)
     set_defaults(args, pooler_dropout=args.dropout)
 
 
-def _cls_arch(name: str, **defaults):
-    def arch(args):
+def _cls_arch(name: str, **defaults) -> None:
+    def arch(args: argparse.Namespace) -> None:
         set_defaults(args, **defaults)
         classifier_base_architecture(args)
 

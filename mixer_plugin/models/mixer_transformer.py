@@ -9,12 +9,16 @@ the stock ``transformer`` (same parameters, same initialisation).
 Guo et al. (eq. 10): ``H' = norm(H + ReLU(mixer(H)))``, no FFN.
 """
 
+import argparse
 import logging
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
+from fairseq.data import Dictionary
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model
 from fairseq.models.transformer import (
+    TransformerConfig,
     TransformerDecoderBase,
     TransformerEncoderBase,
     TransformerModel,
@@ -24,6 +28,8 @@ from fairseq.modules.transformer_layer import (
     TransformerDecoderLayerBase,
     TransformerEncoderLayerBase,
 )
+from fairseq.tasks import FairseqTask
+from torch import Tensor, nn
 
 from ..mixers import LayerMixer, MixerContext, MixerSpecError, Role, build_mixer, resolve_layers
 from ..mixers.registry import parse_mixer_list
@@ -37,10 +43,10 @@ MIXER_FLAGS = {
 }
 
 
-def _spec_type(flag):
+def _spec_type(flag: str) -> Callable[[str], str]:
     """argparse ``type=``: syntax, names and options are checked at parse time."""
 
-    def check(text):
+    def check(text: str) -> str:
         import argparse
 
         try:
@@ -56,7 +62,7 @@ def _spec_type(flag):
 LAYER_FORMS = ("transformer", "ms")
 
 
-def add_mixer_args(parser, roles=tuple(MIXER_FLAGS)):
+def add_mixer_args(parser: argparse.ArgumentParser, roles: Sequence[Role] = tuple(MIXER_FLAGS)) -> None:
     for role in roles:
         dest, layers_flag = MIXER_FLAGS[role]
         parser.add_argument(
@@ -76,7 +82,7 @@ def add_mixer_args(parser, roles=tuple(MIXER_FLAGS)):
         )
 
 
-def layer_mixers(cfg, role: Role):
+def layer_mixers(cfg: TransformerConfig, role: Role) -> List[LayerMixer]:
     """The per-layer mixer list of one role, validated against the layer count."""
     dest, layers_flag = MIXER_FLAGS[role]
     layers = cfg.encoder.layers if role is Role.ENCODER_SELF else cfg.decoder.layers
@@ -87,7 +93,7 @@ class _LayerCounter:
     """Stock encoders/decoders build layers with ``build_*_layer(cfg)`` and no index;
     the mixers of layer i are those of the i-th call."""
 
-    def _next_layer(self, cfg, *roles: Role):
+    def _next_layer(self, cfg: TransformerConfig, *roles: Role):
         if not hasattr(self, "_layers_built"):
             self._layers_built = 0
             self._role_mixers = {role: layer_mixers(cfg, role) for role in roles}
@@ -96,7 +102,7 @@ class _LayerCounter:
         return (i,) + tuple(self._role_mixers[role][i] for role in roles)
 
     @staticmethod
-    def _wrap(layer, cfg):
+    def _wrap(layer: nn.Module, cfg: TransformerConfig) -> nn.Module:
         # what the stock build_*_layer does after constructing the layer
         checkpoint = cfg.checkpoint_activations
         if checkpoint:
@@ -105,7 +111,15 @@ class _LayerCounter:
         return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
 
-def _context(role: Role, layer_index: int, embed_dim: int, kv_dim: int, num_heads: int, cfg, build_stock):
+def _context(
+    role: Role,
+    layer_index: int,
+    embed_dim: int,
+    kv_dim: int,
+    num_heads: int,
+    cfg: TransformerConfig,
+    build_stock: Callable[[], nn.Module],
+) -> MixerContext:
     return MixerContext(
         role=role,
         layer_index=layer_index,
@@ -119,14 +133,14 @@ def _context(role: Role, layer_index: int, embed_dim: int, kv_dim: int, num_head
 
 
 class MixerEncoderLayer(TransformerEncoderLayerBase):
-    def __init__(self, cfg, layer_index: int, mixer: LayerMixer, return_fc=False):
+    def __init__(self, cfg: TransformerConfig, layer_index: int, mixer: LayerMixer, return_fc: bool = False):
         # plain attributes set before nn.Module.__init__ on purpose: the stock
         # __init__ calls build_self_attention, which needs them
         self.layer_index = layer_index
         self.mixer = mixer
         super().__init__(cfg, return_fc=return_fc)
 
-    def build_self_attention(self, embed_dim, cfg):
+    def build_self_attention(self, embed_dim: int, cfg: TransformerConfig) -> nn.Module:
         stock = lambda: super(MixerEncoderLayer, self).build_self_attention(embed_dim, cfg)  # noqa: E731
         ctx = _context(
             Role.ENCODER_SELF, self.layer_index, embed_dim, embed_dim, cfg.encoder.attention_heads, cfg, stock
@@ -140,16 +154,18 @@ class MSEncoderLayer(MixerEncoderLayer):
     ``final_layer_norm`` do not exist; dropout and ``--encoder-normalize-before``
     act as in the stock layer's attention block."""
 
-    def __init__(self, cfg, layer_index: int, mixer: LayerMixer, return_fc=False):
+    def __init__(self, cfg: TransformerConfig, layer_index: int, mixer: LayerMixer, return_fc: bool = False):
         super().__init__(cfg, layer_index, mixer, return_fc=return_fc)
         del self.final_layer_norm  # the stock __init__ builds it; eq. (10) has one norm
 
-    def build_fc1(self, *args):
+    def build_fc1(self, *args) -> None:
         return None  # no FFN (eq. 10)
 
     build_fc2 = build_fc1
 
-    def forward(self, x, encoder_padding_mask, attn_mask=None):
+    def forward(
+        self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None
+    ) -> Union[Tensor, Tuple[Tensor, None]]:
         if attn_mask is not None:
             raise ValueError("the MS-Transformer layer does not take an attn_mask")
         residual = x
@@ -166,13 +182,13 @@ class MSEncoderLayer(MixerEncoderLayer):
 class MixerDecoderLayer(TransformerDecoderLayerBase):
     def __init__(
         self,
-        cfg,
+        cfg: TransformerConfig,
         layer_index: int,
         self_mixer: LayerMixer,
         cross_mixer: LayerMixer,
-        no_encoder_attn=False,
-        add_bias_kv=False,
-        add_zero_attn=False,
+        no_encoder_attn: bool = False,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
     ):
         self.layer_index = layer_index  # set before nn.Module.__init__: see encoder layer
         self.self_mixer = self_mixer
@@ -184,7 +200,9 @@ class MixerDecoderLayer(TransformerDecoderLayerBase):
             )
         super().__init__(cfg, no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
 
-    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+    def build_self_attention(
+        self, embed_dim: int, cfg: TransformerConfig, add_bias_kv: bool = False, add_zero_attn: bool = False
+    ) -> nn.Module:
         stock = lambda: super(MixerDecoderLayer, self).build_self_attention(  # noqa: E731
             embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn
         )
@@ -193,7 +211,7 @@ class MixerDecoderLayer(TransformerDecoderLayerBase):
         )
         return build_mixer(self.self_mixer, ctx)
 
-    def build_encoder_attention(self, embed_dim, cfg):
+    def build_encoder_attention(self, embed_dim: int, cfg: TransformerConfig) -> nn.Module:
         stock = lambda: super(MixerDecoderLayer, self).build_encoder_attention(embed_dim, cfg)  # noqa: E731
         ctx = _context(
             Role.DECODER_CROSS,
@@ -208,7 +226,7 @@ class MixerDecoderLayer(TransformerDecoderLayerBase):
 
 
 class MixerTransformerEncoder(_LayerCounter, TransformerEncoderBase):
-    def build_encoder_layer(self, cfg):
+    def build_encoder_layer(self, cfg: TransformerConfig) -> nn.Module:
         i, mixer = self._next_layer(cfg, Role.ENCODER_SELF)
         form = getattr(cfg, "encoder_layer_form", None) or "transformer"
         layer_class = MSEncoderLayer if form == "ms" else MixerEncoderLayer
@@ -217,7 +235,7 @@ class MixerTransformerEncoder(_LayerCounter, TransformerEncoderBase):
 
 
 class MixerTransformerDecoder(_LayerCounter, TransformerDecoderBase):
-    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+    def build_decoder_layer(self, cfg: TransformerConfig, no_encoder_attn: bool = False) -> nn.Module:
         i, self_mixer, cross_mixer = self._next_layer(cfg, Role.DECODER_SELF, Role.DECODER_CROSS)
         layer = MixerDecoderLayer(cfg, i, self_mixer, cross_mixer, no_encoder_attn)
         return self._wrap(layer, cfg)
@@ -229,12 +247,12 @@ class MixerTransformerModel(TransformerModel):
     ``--encoder-mixers``, ``--decoder-mixers`` and ``--decoder-cross-mixers``."""
 
     @classmethod
-    def add_args(cls, parser):
+    def add_args(cls, parser: argparse.ArgumentParser) -> None:
         super().add_args(parser)
         add_mixer_args(parser)
 
     @classmethod
-    def build_model(cls, args, task):
+    def build_model(cls, args: argparse.Namespace, task: FairseqTask) -> "MixerTransformerModel":
         from .architectures import mixer_base_architecture
 
         mixer_base_architecture(args)
@@ -246,14 +264,18 @@ class MixerTransformerModel(TransformerModel):
         return model
 
     @classmethod
-    def build_encoder(cls, cfg, src_dict, embed_tokens):
+    def build_encoder(
+        cls, cfg: TransformerConfig, src_dict: Dictionary, embed_tokens: nn.Embedding
+    ) -> MixerTransformerEncoder:
         return MixerTransformerEncoder(cfg, src_dict, embed_tokens)
 
     @classmethod
-    def build_decoder(cls, cfg, tgt_dict, embed_tokens):
+    def build_decoder(
+        cls, cfg: TransformerConfig, tgt_dict: Dictionary, embed_tokens: nn.Embedding
+    ) -> MixerTransformerDecoder:
         return MixerTransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
-    def mixer_summary(self):
+    def mixer_summary(self) -> List[str]:
         """One line per layer: which mixer fills each slot (logged at build)."""
         lines = []
         for i, layer in enumerate(self.encoder.layers):

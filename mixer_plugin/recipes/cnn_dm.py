@@ -20,6 +20,8 @@ Scored with ROUGE-1/2/L (and Lsum) F1 on the tokenized lowercased text.
 import hashlib
 import sys
 import tarfile
+from pathlib import Path
+from typing import List, Optional, Tuple
 
 from mixer_plugin.data.prep import (
     Download,
@@ -47,7 +49,7 @@ END = (".", "!", "?", "...", "'", "`", '"', "\u2019", "\u201d", ")")
 SEP = "<q>"
 
 
-def split_story(text: str):
+def split_story(text: str) -> Tuple[List[str], List[str]]:
     """(article lines, highlight lines) of a .story file."""
     article, highlights, next_is_highlight = [], [], False
     for line in (x.strip() for x in text.split("\n")):
@@ -62,7 +64,7 @@ def split_story(text: str):
     return article, highlights
 
 
-def write_raw(ws, out, lowercase, workers, max_src):
+def write_raw(ws: Workspace, out: Path, lowercase: bool, workers: int, max_src: int) -> dict:
     stories = {}  # sha1 -> story text; one pass over each archive (a tar has no index)
     for dl in STORIES:
         with tarfile.open(fetch(dl, ws)) as tf:
@@ -101,7 +103,7 @@ def write_raw(ws, out, lowercase, workers, max_src):
     return info
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     p.add_argument("--max-source-tokens", type=int, default=400, help="article truncation [400, See et al.]")
     add_subword_args(p, kind="bpe", vocab=32000, lowercase=True)

@@ -17,6 +17,7 @@ of the arguments), so the run uses it instead of preparing it again; on another 
 ``mixer-run`` prepares it itself.
 """
 
+import argparse
 import shlex
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ def prepare_args(argv: List[str], corpus: Path) -> List[str]:
     return out
 
 
-def experiment_file(args, prepare: List[str]) -> dict:
+def experiment_file(args: argparse.Namespace, prepare: List[str]) -> dict:
     """A starting experiment: the leaderboard's CPU recipe (experiments/leaderboard.yaml), tuned on
     the 105k-pair Debian corpus (results/baseline_tuning.md); a much smaller corpus may want
     --dropout 0.1 or more.  No jobs/threads: mixer-run fits them to the machine it runs on."""
@@ -91,7 +92,7 @@ def experiment_file(args, prepare: List[str]) -> dict:
     }
 
 
-def main(argv: Optional[List[str]] = None):
+def main(argv: Optional[List[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     p = common_parser(RECIPE, __doc__)
     p.add_argument("--corpus", type=Path, required=True, help="folder with {train,valid,test}.{SRC,TGT}")

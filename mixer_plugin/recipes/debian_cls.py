@@ -11,16 +11,17 @@ sentence_prediction`` reads.  Scored by accuracy (fairseq-validate on ``test``).
 """
 
 import sys
+from typing import List, Optional
 
 from mixer_plugin.data.debian import shared_corpus_main
-from mixer_plugin.data.prep import atomic_path, fairseq_preprocess, main_wrapper
+from mixer_plugin.data.prep import Parallel, Workspace, atomic_path, fairseq_preprocess, main_wrapper
 
 RECIPE = "debian_cls"
 RECIPES = {RECIPE: []}
 SPLITS = ("train", "valid", "test")
 
 
-def binarize(ws, spec):
+def binarize(ws: Workspace, spec: Parallel) -> dict:
     sub, raw = ws.dir("subword"), ws.dir("raw")
     with atomic_path(ws.dir("bin")) as tmp:
         tmp.mkdir(parents=True)
@@ -50,7 +51,7 @@ def binarize(ws, spec):
     return {}
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     shared_corpus_main(RECIPE, __doc__, argv, "cls-section", ("input0", "label"), monolingual=True, binarizer=binarize)
 
 

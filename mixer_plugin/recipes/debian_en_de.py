@@ -13,6 +13,7 @@ unigram model of 8k pieces, fairseq-preprocess --joined-dictionary.
 """
 
 import sys
+from typing import List, Optional
 
 from mixer_plugin.data.debian import shared_corpus_main
 from mixer_plugin.data.prep import main_wrapper
@@ -21,7 +22,7 @@ RECIPE = "debian_en_de"
 RECIPES = {RECIPE: []}  # recipe name -> fixed arguments of this script
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     shared_corpus_main(
         RECIPE,
         __doc__,

@@ -10,6 +10,7 @@ size of this repo), fairseq-preprocess --joined-dictionary; scored with ROUGE.
 """
 
 import sys
+from typing import List, Optional
 
 from mixer_plugin.data.debian import shared_corpus_main
 from mixer_plugin.data.prep import main_wrapper
@@ -18,7 +19,7 @@ RECIPE = "debian_sum"
 RECIPES = {RECIPE: []}
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     shared_corpus_main(RECIPE, __doc__, argv, "sum-en", ("src", "tgt"))
 
 

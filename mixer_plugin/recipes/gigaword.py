@@ -19,6 +19,8 @@ every epoch; the full 190k is slow) [all].  Scored with ROUGE-1/2/L F1 on the to
 """
 
 import sys
+from pathlib import Path
+from typing import List, Optional
 
 from mixer_plugin.data.prep import (
     Download,
@@ -56,7 +58,7 @@ LAYOUTS = {
 }
 
 
-def write_raw(ws, out, valid_size):
+def write_raw(ws: Workspace, out: Path, valid_size: Optional[int]) -> dict:
     errors = []
     for dl in SOURCES:
         try:
@@ -85,7 +87,7 @@ def write_raw(ws, out, valid_size):
     raise PrepError("no Gigaword archive: " + " | ".join(errors))
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     p.add_argument("--valid-size", type=int, help="keep the first N valid pairs [all]")
     add_subword_args(p, kind="bpe", vocab=32000)

@@ -18,6 +18,7 @@ prints and the papers report; sacrebleu on the detokenized text besides.
 """
 
 import sys
+from typing import List, Optional
 
 from mixer_plugin.data.prep import (
     Download,
@@ -49,7 +50,7 @@ TEST_SETS = [
 ]
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     add_subword_args(p, kind="bpe", vocab=10000, lowercase=True)
     args = p.parse_args(argv)

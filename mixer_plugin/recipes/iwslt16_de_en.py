@@ -18,6 +18,7 @@ instead, as the IWSLT14 recipe does.  Scoring: tokenized BLEU (multi-bleu.perl),
 """
 
 import sys
+from typing import List, Optional
 
 from mixer_plugin.data.prep import (
     Download,
@@ -42,7 +43,7 @@ DEV = ["IWSLT16.TED.dev2010", "IWSLT16.TEDX.dev2012"]
 TEST = [f"IWSLT16.TED.tst{y}" for y in range(2010, 2015)]
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     p.add_argument(
         "--valid",

@@ -11,6 +11,7 @@ from our copy of the paper; 32k is Vaswani et al.'s (wordpiece) size and the def
 """
 
 import sys
+from typing import List, Optional
 
 from mixer_plugin.data.prep import (
     Parallel,
@@ -34,7 +35,7 @@ CORPORA = [
 ]
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     p.add_argument("--valid", default="newstest2012,newstest2013", help="comma-separated dev sets")
     p.add_argument("--no-giga", action="store_true", help="leave out the 10^9 corpus (for a small machine)")

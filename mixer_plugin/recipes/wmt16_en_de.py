@@ -20,6 +20,8 @@ Vaswani et al.) and sacrebleu against the raw ``ref/test.de``.
 """
 
 import sys
+from pathlib import Path
+from typing import List, Optional
 
 from mixer_plugin.data.prep import (
     Download,
@@ -55,7 +57,7 @@ RAW_CORPORA = [
 ]
 
 
-def google_raw(ws, out, src="en", tgt="de"):
+def google_raw(ws: Workspace, out: Path, src: str = "en", tgt: str = "de") -> dict:
     tar = fetch(GOOGLE, ws)
     files = {
         "train": "train.tok.clean.bpe.32000",
@@ -73,7 +75,7 @@ def google_raw(ws, out, src="en", tgt="de"):
     return {}
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     p.add_argument("--variant", choices=("google", "raw"), default="google")
     p.add_argument("--valid", default="newstest2013", help="raw variant: comma-separated dev sets [newstest2013]")
@@ -119,7 +121,7 @@ def main(argv=None):
         )
 
 
-def binarize_google(ws, spec):
+def binarize_google(ws: Workspace, spec: Parallel) -> dict:
     """fairseq's scaling_nmt README: a joined dictionary capped at 32768 types."""
     sub = ws.dir("subword")
     with atomic_path(ws.dir("bin")) as tmp:

@@ -28,6 +28,7 @@ Variants:
 
 import sys
 from pathlib import Path
+from typing import List, Optional
 
 from mixer_plugin.data.prep import (
     WORK,
@@ -70,7 +71,7 @@ IHEAD_CORPORA = {
 IHEAD_MAX_LEN = {"de": 100, "cs": 80}
 
 
-def preprocessed_raw(ws, out, src, tgt, valid, test):
+def preprocessed_raw(ws: Workspace, out: Path, src: str, tgt: str, valid: str, test: str) -> dict:
     x = src if tgt == "en" else tgt
     pair = f"{x}-en"
     corpus = {
@@ -121,7 +122,7 @@ def preprocessed_raw(ws, out, src, tgt, valid, test):
     return {"pair_folder": f"{PRE}/{pair}/"}
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser("wmt17", __doc__)
     p.add_argument("--src", required=True, choices=("en",) + LANGS)
     p.add_argument("--tgt", required=True, choices=("en",) + LANGS)
@@ -179,7 +180,7 @@ def main(argv=None):
         extra={"variant": "preprocessed", "truecased_input": True, "moses_tokenized_input": True},
     )
 
-    def write_raw(out):
+    def write_raw(out: Path) -> dict:
         info = preprocessed_raw(ws, out, args.src, args.tgt, valid, args.test)
         for split in ("valid", "test"):
             tok = detruecase(read_lines(out / f"{split}.{args.tgt}"))

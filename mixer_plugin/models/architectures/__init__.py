@@ -9,6 +9,7 @@ tables, configs and results tables read :data:`ARCHITECTURES` and :data:`PAPERS`
 so a new paper module is picked up everywhere.
 """
 
+import argparse
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -87,21 +88,23 @@ BASES: Dict[str, Base] = {}
 ARCHITECTURES: Dict[str, Arch] = {}
 
 
-def set_defaults(args, **defaults):
+def set_defaults(args: argparse.Namespace, **defaults) -> None:
     """fairseq's arch convention: a value the user gave always wins."""
     for key, value in defaults.items():
         setattr(args, key, getattr(args, key, value))
 
 
-def mixer_base_architecture(args):
+def mixer_base_architecture(args: argparse.Namespace) -> None:
     set_defaults(args, encoder_mixers="attn", decoder_mixers="attn", decoder_cross_mixers="attn")
     base_architecture(args)
 
 
-def register_base(name: str, vocab: int):
+def register_base(
+    name: str, vocab: int
+) -> Callable[[Callable[[argparse.Namespace], None]], Callable[[argparse.Namespace], None]]:
     """Decorator: a base size, also registered as an ``--arch`` of its own."""
 
-    def deco(fn):
+    def deco(fn: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], None]:
         if name in BASES:
             raise ValueError(f"architecture base {name!r} is registered twice")
         BASES[name] = Base(fn, vocab)
@@ -111,15 +114,15 @@ def register_base(name: str, vocab: int):
     return deco
 
 
-def _make_arch(base: str, defaults: dict):
-    def arch(args):
+def _make_arch(base: str, defaults: dict) -> Callable[[argparse.Namespace], None]:
+    def arch(args: argparse.Namespace) -> None:
         set_defaults(args, **defaults)
         BASES[base].fn(args)
 
     return arch
 
 
-def register_table(table: Dict[str, Arch], paper: Optional[Paper] = None):
+def register_table(table: Dict[str, Arch], paper: Optional[Paper] = None) -> None:
     """Register a paper's table (or, without ``paper``, architectures that are in no paper)."""
     if paper is not None:
         if paper.key in PAPERS:
@@ -138,7 +141,7 @@ def layers(enc: int, dec: int) -> dict:
     return dict(encoder_layers=enc, decoder_layers=dec)
 
 
-def both(spec: str, enc_spec: str = None) -> dict:
+def both(spec: str, enc_spec: Optional[str] = None) -> dict:
     """The same mixer in encoder and decoder self-attention (``enc_spec`` if the
     encoder's differs, e.g. encoder-only options)."""
     return dict(encoder_mixers=enc_spec or spec, decoder_mixers=spec)

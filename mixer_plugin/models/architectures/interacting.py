@@ -22,6 +22,9 @@ CPU rows (``mixer_small_ihead_*``): the 2+2-layer, d=256 quickstart size at 8 an
 heads, for experiments/interacting_heads.yaml on the Debian EN-DE corpus.
 """
 
+import argparse
+from typing import Tuple
+
 from fairseq.models.transformer import transformer_iwslt_de_en
 
 from . import Arch, Paper, Row, mixer_base_architecture, register_base, register_table
@@ -45,7 +48,7 @@ MIXERS = {  # name in --arch -> (spec, paper's name)
 
 
 @register_base("mixer_ihead", vocab=40000)
-def ihead_architecture(args):
+def ihead_architecture(args: argparse.Namespace) -> None:
     """§4.2: d=512, FFN 1024, dropout 0.1, 6+6 layers (transformer_iwslt_de_en's sizes)."""
     transformer_iwslt_de_en(args)
     mixer_base_architecture(args)
@@ -67,7 +70,7 @@ def row(H: int, name: str) -> Row:
     return Row(tables, f"{name}, {H} heads")
 
 
-def data_for(heads: int):
+def data_for(heads: int) -> Tuple[str, ...]:
     return (IWSLT16,) if heads > 32 else ALL_DATA  # Table 9: 64 heads on IWSLT16 only
 
 

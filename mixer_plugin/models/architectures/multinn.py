@@ -14,6 +14,8 @@ Where no reading reaches the paper's size the row's ``reading`` says so and what
 uses instead.  The literal JA eq. (4)-(8) reading (W_x^(k) and W) is ``*_literal``.
 """
 
+from typing import Optional
+
 from . import Arch, Paper, Row, both, layers, register_table
 
 GROUPED = ":proj=slice:out=none"  # the reading that reproduces the paper's sizes
@@ -26,19 +28,19 @@ IWSLT, WMT, DEBIAN = ("iwslt14_de_en",), ("wmt16_en_de",), ("debian_en_de",)
 IWSLT_BLEU, WMT_BLEU, WMT_VALID = "IWSLT14 de-en BLEU", "WMT16 en-de BLEU", "newstest2013 BLEU"
 
 
-def row(table: str, name: str, params=None, **scores) -> Row:
+def row(table: str, name: str, params: Optional[float] = None, **scores) -> Row:
     return Row(table, name, params, tuple(scores.items()))
 
 
-def t1_iwslt(name, params, bleu):
+def t1_iwslt(name: str, params: float, bleu: float) -> Row:
     return row("T1", name, params, **{IWSLT_BLEU: bleu})
 
 
-def t1_wmt(name, params, bleu):
+def t1_wmt(name: str, params: float, bleu: float) -> Row:
     return row("T1", name, params, **{WMT_BLEU: bleu})
 
 
-def t2(name, bleu):
+def t2(name: str, bleu: float) -> Row:
     return row("T2", name, 62, **{WMT_VALID: bleu})
 
 

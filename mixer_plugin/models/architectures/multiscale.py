@@ -12,6 +12,8 @@ FFN) in the encoder.  The text-classification models of the paper itself are
 ``mixer_cls_*`` in ``models/mixer_classifier.py``.
 """
 
+from typing import Tuple
+
 from ...mixers.multiscale import PAPER_SCALES, schedule_specs
 from . import Arch, Paper, register_table
 
@@ -23,7 +25,7 @@ def ms(heads: int, layers: int = 6, scales: str = PAPER_SCALES, alpha: float = 0
     return schedule_specs(alpha, layers, scales, heads)
 
 
-def rows(prefix: str, base: str, heads: int, data) -> dict:
+def rows(prefix: str, base: str, heads: int, data: Tuple[str, ...]) -> dict:
     size = f"{base} size ({heads} heads)"
     enc, fixed = ms(heads), ms(heads, scales=LABELLING_SCALES, alpha=1.0)
     return {
