@@ -3,6 +3,8 @@ shapes, padding, causality, incremental == full, beam reorder, naive eq. 11 + 6)
 training-mode sampling and its straight-through gradient, masking under dropout,
 and the Table 4 switches."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -77,9 +79,50 @@ def test_straight_through_gradient_equals_dense_reference():
     torch.testing.assert_close(ours[1], v.grad, rtol=1e-12, atol=1e-12)
 
 
-def test_module_gradient_equals_dense_reference(monkeypatch):
+def test_k_samples_gradient_equals_dense_reference():
+    """samples=k: the mean of k retrievals, and its straight-through gradient, == autograd
+    of (mean of the k one-hots + P - P.detach()) @ V (a sampled key may repeat)."""
+    g = torch.Generator().manual_seed(5)
+    logits = torch.randn(2, 3, 5, 7, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 3, 7, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    index = torch.randint(0, 7, (2, 3, 5, 4), generator=g)  # 4 samples a query
+    grad = torch.randn(2, 3, 5, 4, dtype=torch.float64, generator=g)
+
+    out = hard_module.retrieve(F.softmax(logits, -1), v.permute(2, 0, 1, 3), index)
+    out.backward(grad)
+    ours = logits.grad.clone(), v.grad.clone()
+    logits.grad = v.grad = None
+
+    probs = F.softmax(logits, -1)
+    ref = (F.one_hot(index, 7).double().mean(dim=-2) + probs - probs.detach()) @ v
+    torch.testing.assert_close(out, ref.detach(), rtol=0, atol=1e-12)
+    ref.backward(grad)
+    torch.testing.assert_close(ours[0], logits.grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ours[1], v.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_k_samples_keep_the_expectation_and_divide_the_variance():
+    """The option's promise: the mean of k retrievals has one retrieval's expectation, P V,
+    and a k-th of its variance."""
+    torch.manual_seed(0)
+    S, N, k = 6, 4000, 8
+    scores = torch.randn(1, 1, 1, S, dtype=torch.float64) * 3
+    values = torch.randn(S, 1, 1, 1, dtype=torch.float64)  # one scalar value per key, time-major
+    outs = {}
+    for samples in (1, k):
+        m = make_mixer(Case(f"hard:samples={samples}", Role.ENCODER_SELF)).train()
+        index, probs, _ = m.sample(scores.expand(N, 1, 1, S), None, 0)  # N independent queries
+        outs[samples] = hard_module.retrieve(probs, values.expand(S, N, 1, 1), index).flatten()
+        expected = float(probs[0].flatten() @ values.flatten())  # P V
+        assert abs(outs[samples].mean().item() - expected) < 5 * outs[samples].std().item() / N**0.5
+    ratio = (outs[k].var() / outs[1].var()).item()
+    assert 0.7 / k < ratio < 1.4 / k, ratio
+
+
+@pytest.mark.parametrize("spec", ["hard", "hard:samples=3"])
+def test_module_gradient_equals_dense_reference(spec, monkeypatch):
     """The same check through the whole module in training mode (same samples)."""
-    case = Case("hard", Role.DECODER_SELF)
+    case = Case(spec, Role.DECODER_SELF)
     x = torch.randn(7, 3, 16, dtype=torch.float64)
     pad = torch.zeros(3, 7, dtype=torch.bool)
     pad[0, 5:] = True
@@ -94,6 +137,7 @@ def test_module_gradient_equals_dense_reference(monkeypatch):
 
     def dense(probs, v, index):  # v: time-major (S, B, H, dv)
         onehot = F.one_hot(index, probs.size(-1)).to(probs.dtype)
+        onehot = onehot.mean(dim=-2) if index.dim() == 4 else onehot  # samples=k
         return (onehot + probs - probs.detach()) @ v.permute(1, 2, 0, 3)
 
     monkeypatch.setattr(hard_module, "retrieve", dense)
@@ -242,3 +286,62 @@ def test_table4_train_decode_switches_through_fairseq_generate(e2e_data, tmp_pat
     overrides = None if (trained, decoded) == ("hard", "hard") else {r: spec for r in roles}
     log = _generate(e2e_data, checkpoint, overrides)
     assert f"decoder.1: self={spec} cross={spec}" in log, log[-3000:]  # the model that decoded
+
+
+# ------------------------------------------------ diagnostics without training
+def test_head_stats_read_flat_and_sharp_distributions():
+    from mixer_plugin.analysis.hard_diagnostics import head_stats
+
+    probs = torch.zeros(1, 2, 3, 4, dtype=torch.float64)
+    probs[0, 0] = 0.25  # head 0: flat over 4 keys
+    probs[0, 1, :, 1] = 1.0  # head 1: one-hot
+    probs[0, :, 2] = 0.0  # query 2: no key left (a padding query): not counted
+    probs[0, :, 2, 0] = 1.0
+    real = torch.tensor([[True, True, True]])
+    entropy, relative, largest, count = head_stats(probs, real)
+    torch.testing.assert_close(count, torch.tensor([2.0, 0.0], dtype=torch.float64))  # one-hot rows: one key
+    torch.testing.assert_close(entropy / 2, torch.tensor([math.log(4), 0.0], dtype=torch.float64))
+    torch.testing.assert_close(relative[0] / 2, torch.tensor(1.0, dtype=torch.float64))
+    torch.testing.assert_close(largest[0] / 2, torch.tensor(0.25, dtype=torch.float64))
+
+
+def test_diagnostics_leave_the_model_as_it_was():
+    from mixer_plugin.analysis.hard_diagnostics import diagnose, hard_modules
+
+    torch.manual_seed(0)
+    model = build("mixer_small_hard_dec", 50, TINY).eval()
+    src, lens, prev = torch.randint(4, 50, (2, 6)), torch.tensor([6, 6]), torch.randint(4, 50, (2, 5))
+    before = model(src, lens, prev)[0]
+    batch = {"net_input": {"src_tokens": src, "src_lengths": lens, "prev_output_tokens": prev},
+             "target": torch.randint(4, 50, (2, 5))}  # fmt: skip
+    result = diagnose(model, [batch], pad=1, draws=2)
+    assert len(result["heads"]) == len(hard_modules(model)) * 4
+    assert all(0 <= r["entropy_vs_uniform"] <= 1 + 1e-9 and 0 < r["max_prob"] <= 1 for r in result["heads"])
+    n = result["nll"]
+    assert n["sampled"] != n["argmax"] and n["soft"] != n["argmax"]
+    assert not model.training and all(m.decode_mode == "hard" and not m.training for m in hard_modules(model).values())
+    torch.testing.assert_close(model(src, lens, prev)[0], before)  # spied: the same outputs
+
+
+def test_diagnostics_on_a_trained_checkpoint(e2e_data, tmp_path_factory, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    cache = tmp_path_factory.getbasetemp() / "hard_trained_hard"
+    checkpoint = cache / "checkpoint_last.pt"
+    if not checkpoint.is_file():
+        _train(e2e_data, cache, HARD_EVERYWHERE)
+    out = tmp_path / "diag.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mixer_plugin.analysis.hard_diagnostics", str(checkpoint), str(e2e_data.bin),
+         "--max-sentences", "40", "--draws", "2", "--json", str(out), "--md", str(tmp_path / "diag.md")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    modules = {r["module"] for r in result["heads"]}
+    assert len(modules) == 9 and "decoder.layers.2.encoder_attn" in modules  # 3 + 3 self, 3 cross
+    assert all(r["queries"] > 0 and 0 < r["max_prob"] <= 1 for r in result["heads"])
+    assert all(math.isfinite(v) for v in result["nll"].values())
+    assert "| sampled (eq. 4-5, as trained; 2 draws) |" in (tmp_path / "diag.md").read_text()

@@ -30,6 +30,11 @@ fairseq's ``--model-overrides`` (the paper's Table 4):
   * ``values=all|retrieved``: in eval mode, project every value once (``all``) or
     only the retrieved rows (``retrieved``, §4.3: V is never computed for keys no
     head picks; the cache holds the keys' input instead of V).
+  * ``samples=k`` (this plugin's, not the paper's): in training, k keys are sampled
+    per head and query and their values averaged, out_t = (1/k) sum_j V[i_tj].  Its
+    expectation is P V, as one sample's is, with a k-th of the variance; the gradient is
+    eq. (9) to P and dOut_t / k index-added to each sampled row (eq. 10 for the mean).
+    Eval mode is unchanged (argmax), so k is a training knob only.
   * Attention dropout (``--attention-dropout``) drops keys from the sampling
     distribution, as it drops probabilities from a soft attention.  A query whose
     allowed keys are all dropped retrieves nothing (output 0, like a fully dropped
@@ -58,9 +63,12 @@ class HardOptions:
     values: str = option(
         "all", "eval mode: project all values, or only the retrieved rows (§4.3)", choices=("all", "retrieved")
     )
+    samples: int = option(
+        1, "training: keys sampled per head and query, their values averaged (the plugin's; the paper's is 1)"
+    )
 
     def validate(self) -> Optional[str]:
-        return check_positive(self, "heads")
+        return check_positive(self, "heads", "samples")
 
 
 def value_rows(index: Tensor, batch: int) -> Tensor:
@@ -76,38 +84,48 @@ def value_rows(index: Tensor, batch: int) -> Tensor:
 
 
 class _Retrieve(torch.autograd.Function):
-    """out = V[index] (eq. 6) with the straight-through gradient of eq. 7-10.
+    """out = the mean of V[index] over the k samples (eq. 6; k = 1 in the paper) with the
+    straight-through gradient of eq. 7-10.
 
-    probs ``(B, H, T, S)``, v time-major ``(S, B, H, dv)``, index ``(B, H, T)`` ->
+    probs ``(B, H, T, S)``, v time-major ``(S, B, H, dv)``, index ``(B, H, T, k)`` ->
     ``(B, H, T, dv)``.  ``probs`` is an input only so that autograd routes
     dOut V^T (eq. 9) to it: the forward never forms P V."""
 
     @staticmethod
     def forward(ctx: Any, probs: Tensor, v: Tensor, index: Tensor) -> Tensor:
         S, B, H, dv = v.shape
-        rows = value_rows(index, B)
+        k = index.size(-1)
+        rows = value_rows(index.flatten(2), B)  # (B*H*T*k,): sample j of query t is row t*k + j
         ctx.save_for_backward(v, rows)
-        ctx.probs_dtype = probs.dtype
-        return v.reshape(S * B * H, dv).index_select(0, rows).view(*index.shape, dv)  # (6)
+        ctx.probs_dtype, ctx.k = probs.dtype, k
+        picked = v.reshape(S * B * H, dv).index_select(0, rows)  # (6): (B*H*T*k, dv)
+        if k == 1:
+            return picked.view(*index.shape[:-1], dv)
+        return picked.view(*index.shape, dv).mean(dim=-2)  # (B, H, T, dv)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], None]:
         v, rows = ctx.saved_tensors
         S, B, H, dv = v.shape
+        k = ctx.k
         grad = grad.to(v.dtype)
         d_probs = d_v = None
         if ctx.needs_input_grad[0]:
+            # the mean of k one-hot rows stands in for P as one does (eq. 7-8): the same eq. (9)
             d_probs = torch.matmul(grad, v.permute(1, 2, 3, 0)).to(ctx.probs_dtype)  # (9): (B, H, T, S)
         if ctx.needs_input_grad[1]:
-            d_v = grad.new_zeros(S * B * H, dv).index_add_(0, rows, grad.reshape(-1, dv))  # (10)
+            # (10) for the mean: dOut_t / k to each of query t's k sampled rows
+            per_sample = grad if k == 1 else (grad / k).unsqueeze(-2).expand(*grad.shape[:-1], k, dv)
+            d_v = grad.new_zeros(S * B * H, dv).index_add_(0, rows, per_sample.reshape(-1, dv))
             d_v = d_v.view(S, B, H, dv)
         return d_probs, d_v, None
 
 
 def retrieve(probs: Tensor, v: Tensor, index: Tensor) -> Tensor:
     """eq. (6) with the straight-through gradient of eq. (7)-(10): probs ``(B, H, T, S)``,
-    time-major v ``(S, B, H, dv)``, index ``(B, H, T)`` -> ``(B, H, T, dv)``."""
-    return _Retrieve.apply(probs, v, index)
+    time-major v ``(S, B, H, dv)``, index ``(B, H, T)`` (one key a query) or
+    ``(B, H, T, k)`` (k keys a query, their values averaged) -> ``(B, H, T, dv)``."""
+    return _Retrieve.apply(probs, v, index if index.dim() == 4 else index.unsqueeze(-1))
 
 
 @register_mixer("hard", HardOptions, roles=ALL_ROLES)
@@ -117,6 +135,7 @@ class HardRetrievalAttention(AttentionMixer):
         self.train_mode = opts.train
         self.decode_mode = opts.decode
         self.retrieve_values = opts.values == "retrieved"
+        self.samples = opts.samples
 
     def _mode(self) -> str:
         return self.train_mode if self.training else self.decode_mode
@@ -164,16 +183,20 @@ class HardRetrievalAttention(AttentionMixer):
         out = out.masked_fill(empty.unsqueeze(-1), 0.0)  # nothing to retrieve
         weights = None
         if need_weights:
-            # each head's weights are one-hot on the retrieved key (zero when it
-            # retrieved nothing); fairseq's alignment averages them over heads
-            weights = F.one_hot(index, S).to(out.dtype).masked_fill(empty.unsqueeze(-1), 0.0)
+            # each head's weights are one-hot on the retrieved key (the mean of k one-hots
+            # in training with samples=k; zero when it retrieved nothing); fairseq's
+            # alignment averages them over heads
+            onehot = F.one_hot(index, S).to(out.dtype)
+            onehot = onehot.mean(dim=-2) if index.dim() == 4 else onehot
+            weights = onehot.masked_fill(empty.unsqueeze(-1), 0.0)
         return out, weights
 
     # ------------------------------------------------------------------ training
     def sample(self, scores: Tensor, key_padding_mask: Optional[Tensor], offset: int) -> Tuple[Tensor, Tensor, Tensor]:
-        """eq. (2), (4)-(5): masked softmax, attention dropout, one key per query.
-        -> index ``(B, H, T)``, the (dropped) probabilities the gradient flows to,
-        and the queries with no key left to sample ``(B, H, T)``."""
+        """eq. (2), (4)-(5): masked softmax, attention dropout, one key per query (k with
+        ``samples=k``, drawn with replacement).  -> index ``(B, H, T)`` (``(B, H, T, k)``
+        for k > 1), the (dropped) probabilities the gradient flows to, and the queries
+        with no key left to sample ``(B, H, T)``."""
         # the softmax in float32 at least (fp16/bf16 would underflow small probabilities)
         acc = fp32_at_least(scores.dtype)
         # a finite floor keeps fully blocked rows NaN-free; they are zeroed below
@@ -185,7 +208,12 @@ class HardRetrievalAttention(AttentionMixer):
         empty = weights.sum(dim=-1) <= 0  # (B, H, T): every allowed key blocked or dropped
         weights = weights.masked_fill(empty.unsqueeze(-1), 1.0)  # any index; its output is zeroed
         S = weights.size(-1)
-        index = torch.multinomial(weights.reshape(-1, S), 1).view(weights.shape[:-1])  # (4)-(5)
+        k = self.samples
+        if k == 1:  # the paper's: exactly the draws of before the option existed
+            index = torch.multinomial(weights.reshape(-1, S), 1).view(weights.shape[:-1])  # (4)-(5)
+        else:
+            index = torch.multinomial(weights.reshape(-1, S), k, replacement=True)  # (4)-(5): (B*H*T, k)
+            index = index.view(*weights.shape[:-1], k)
         return index, probs, empty
 
     # ----------------------------------------------------------------- inference

@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from ..mixers import LayerMixer, MixerContext, MixerSpecError, Role, build_mixer, resolve_layers
 from ..mixers.registry import parse_mixer_list
+from .setups import add_setup_args, apply_setups
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +251,7 @@ class MixerTransformerModel(TransformerModel):
     def add_args(cls, parser: argparse.ArgumentParser) -> None:
         super().add_args(parser)
         add_mixer_args(parser)
+        add_setup_args(parser)
 
     @classmethod
     def build_model(cls, args: argparse.Namespace, task: FairseqTask) -> "MixerTransformerModel":
@@ -259,6 +261,7 @@ class MixerTransformerModel(TransformerModel):
         if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
             raise MixerSpecError("--encoder/decoder-layers-to-keep is not supported by mixer_transformer")
         model = super().build_model(args, task)
+        apply_setups(model, args, task.source_dictionary.pad())
         for line in model.mixer_summary():
             logger.info(line)
         return model

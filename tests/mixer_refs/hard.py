@@ -39,5 +39,6 @@ READINGS = {
         ("hard:decode=soft", None),  # Table 4: trained hard, decoded soft
         ("hard:values=retrieved", None),  # §4.3: project only the retrieved values
         ("hard:heads=2", None),
+        ("hard:samples=4", None),  # the plugin's variance reduction (training only; eval is eq. 11)
     ]
 }
