@@ -28,6 +28,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from .subset import load_subset
+
 
 class Recorder:
     """Hooks on the self-attention modules of one side; collects (layer, weights, mask)."""
@@ -100,25 +102,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--title")
     args = p.parse_args(argv)
 
-    from fairseq import checkpoint_utils
-
-    import mixer_plugin  # noqa: F401  (registers the model, as --user-dir would)
-
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-        [args.checkpoint], arg_overrides={"data": args.data}
-    )
-    model = models[0].eval()
-    task.load_dataset(args.subset)
-    dataset = task.dataset(args.subset)
+    model, task, batches = load_subset(args.checkpoint, args.data, args.subset, args.max_sentences, args.batch_size)
+    model.eval()
     side = model.encoder if args.side == "encoder" else model.decoder
     rec = Recorder(side.layers)
     D = args.max_distance
     hist = [torch.zeros(2 * D + 3, dtype=torch.float64) for _ in side.layers]
     counts = [0] * len(side.layers)
-    n = min(args.max_sentences, len(dataset))
+    n = sum(len(batch["id"]) for batch in batches)
     with torch.no_grad():
-        for start in range(0, n, args.batch_size):
-            batch = dataset.collater([dataset[i] for i in range(start, min(n, start + args.batch_size))])
+        for batch in batches:
             rec.captured = {}
             net = batch["net_input"]
             model(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from ..mixers import Role
 from ..mixers.hard import HardRetrievalAttention
+from .subset import load_subset
 
 
 def head_stats(probs: Tensor, real: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -199,23 +200,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.draws < 1:
         p.error("--draws must be >= 1")
 
-    from fairseq import checkpoint_utils
-
-    import mixer_plugin  # noqa: F401  (registers the model, as --user-dir would)
-
     if not Path(args.checkpoint).is_file():
         p.error(f"checkpoint {args.checkpoint} not found")
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [args.checkpoint], arg_overrides={"data": args.data}
-    )
-    model = models[0]
-    task.load_dataset(args.subset)
-    dataset = task.dataset(args.subset)
-    n = min(args.max_sentences, len(dataset))
-    batches = [
-        dataset.collater([dataset[i] for i in range(start, min(n, start + args.batch_size))])
-        for start in range(0, n, args.batch_size)
-    ]
+    model, task, batches = load_subset(args.checkpoint, args.data, args.subset, args.max_sentences, args.batch_size)
+    n = sum(len(b["id"]) for b in batches)
     try:
         result = diagnose(model, batches, task.target_dictionary.pad(), args.draws)
     except ValueError as e:
