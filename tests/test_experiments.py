@@ -314,6 +314,11 @@ BAD = {
         "models.a.paper_rows: mixer_wmt_attn has no row in table 'T9'",
     ),
     "unknown speed": ({"speed": {"gpu": "results/x.json"}}, "speed: unknown key 'gpu'"),
+    "row from no file": (
+        {"models": {"a": {"from": "nope.yaml"}}},
+        "models.a.from: nope.yaml is not an experiment file with models",
+    ),
+    "bad checkpoint": ({"generate": {"checkpoint": "bset"}}, "generate.checkpoint: expected last or best, not 'bset'"),
     "speed not a benchmark": (
         {"speed": {"train": "results/bench/bench_train_cpu.md"}},
         "speed.train: expected the path of a mixer-bench train JSON file",
@@ -382,6 +387,40 @@ def test_every_committed_experiment_file_loads():
         for m in exp.models.values():
             assert m.arch is None or m.arch in ARCH_MODEL_REGISTRY, (path, m.arch)
             assert m.data in known, (path, m.data)
+
+
+def test_a_row_from_another_file_keeps_this_files_protocol(tmp_path):
+    """``from:``: the row (arch, flags, claims, paper) is the other file's; the seeds, the
+    decoding and the file's own training flags are this file's, and a key set here wins."""
+    from mixer_plugin.experiments.spec import ExperimentError, load
+
+    rows = {
+        "name": "rows",
+        "data": "debian_en_de",
+        "train": "--max-update 10",
+        "models": {
+            "t": {"arch": "mixer_small_attn", "seeds": [1, 2]},
+            "n": {"arch": "mixer_small_attn", "train": "--encoder-mixers ngram", "claims": "~ t", "paper": "n ≈ t"},
+        },
+    }
+    (tmp_path / "rows.yaml").write_text(yaml.safe_dump(rows), encoding="utf-8")
+    other = {
+        "name": "long",
+        "data": "debian_en_de",
+        "train": "--max-update 99",
+        "seeds": [3],
+        "generate": {"subset": "valid"},
+        "models": {"t": {"from": "rows.yaml"}, "n": {"from": "rows.yaml", "paper": "mine"}},
+    }
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    exp = load(tmp_path / "long.yaml")
+    t, n = exp.models["t"], exp.models["n"]
+    assert (t.arch, t.seeds, t.generate.subset, exp.train) == ("mixer_small_attn", [3], "valid", ["--max-update", "99"])
+    assert n.train == ["--encoder-mixers", "ngram"] and [c.other for c in n.claims] == ["t"] and n.paper == "mine"
+    other["models"]["ghost"] = {"from": "rows.yaml"}
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    with pytest.raises(ExperimentError, match=r"models\.ghost\.from: rows\.yaml has no model 'ghost'$"):
+        load(tmp_path / "long.yaml")
 
 
 def test_commands_get_the_allocator_settings_unless_the_user_set_them(monkeypatch):
@@ -606,3 +645,62 @@ def test_runs_and_threads_fill_the_machine_where_nothing_says(jobs, threads, run
     from mixer_plugin.experiments.runner import fit_cores
 
     assert fit_cores(jobs, threads, runs, cores) == want
+
+
+# fairseq's own stopping rule, as the converged leaderboard trains (docs/leaderboard.md): valid
+# BLEU every 2 updates (a checkpoint at each), stop after 2 without a gain, keep every checkpoint
+UNTIL_VALID_STOPS = (
+    "--eval-bleu --eval-bleu-args '{\"beam\": 1, \"max_len_a\": 1.2, \"max_len_b\": 5}' "
+    "--eval-bleu-remove-bpe sentencepiece --best-checkpoint-metric bleu --maximize-best-checkpoint-metric "
+    "--patience 2 --validate-interval 1000 --save-interval 1000 --keep-interval-updates 30"
+)
+
+
+def test_a_training_until_validation_stops_is_averaged_up_to_its_peak(tmp_path, corpus):
+    """checkpoint: best with average_last: the checkpoints ending at fairseq's
+    checkpoint_best.pt are averaged, and the table names that update as each run's peak,
+    with the valid BLEU there; the curves plot the valid BLEU beside the loss."""
+    train = "--share-all-embeddings " + TRAIN.replace("--max-update 4", "--max-update 30") + " " + UNTIL_VALID_STOPS
+    path = experiment(
+        tmp_path,
+        corpus,
+        train=train,
+        generate={"subset": "test", "average_last": 2, "checkpoint": "best", "flags": "--beam 2 --max-len-b 5"},
+        score={"metrics": ["bleu"]},
+        models={"attn": {"arch": "mixer_small_attn"}},
+    )
+    proc = mixer_run(path, work=tmp_path / "work")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = tmp_path / "work" / "tiny" / "attn" / "seed1"
+    best = torch.load(run / "checkpoint_best.pt", weights_only=False)["optimizer_history"][-1]["num_updates"]
+    averaged = (run / ".stages" / "average.log").read_text()
+    assert f"(checkpoint_1_{best - 2}.pt, checkpoint_1_{best}.pt) -> " in averaged, averaged
+    assert (run / "averaged_last2_upto_best.pt").is_file()
+    # the peak the table names is fairseq's: the last validation with the best valid BLEU
+    valid = re.findall(r"bleu ([\d.]+) .*\| num_updates (\d+)", (run / "train.log").read_text())
+    top = max(float(b) for b, _ in valid)
+    assert best == max(int(u) for b, u in valid if float(b) == top)
+    md = (tmp_path / "results" / "tiny.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| model"))
+    cells = dict(zip(head.split(" | "), rows(md)["attn"].split(" | ")))
+    assert cells["peak update"] == f"{best:,}" and cells["valid BLEU at peak"] == f"{top:.2f}", cells
+    assert (tmp_path / "results" / "tiny" / "curves.png").is_file()
+
+
+def test_averaging_up_to_the_best_takes_the_checkpoints_that_end_there(tmp_path):
+    """mixer-average --upto-best: the last N at or before checkpoint_best.pt's update, not the
+    last N of the folder; a one-line error where the best's own checkpoint is gone."""
+    from mixer_plugin.experiments import checkpoints
+
+    def save(name, updates):
+        state = {"model": {"w": torch.full((2,), float(updates))}, "optimizer_history": [{"num_updates": updates}]}
+        torch.save(state, tmp_path / name)
+
+    for u in (2, 4, 6, 8):
+        save(f"checkpoint_1_{u}.pt", u)
+    save("checkpoint_best.pt", 4)
+    checkpoints.main([str(tmp_path), "--last", "2", "--upto-best", "--output", str(tmp_path / "avg.pt")])
+    assert torch.load(tmp_path / "avg.pt", weights_only=True)["model"]["w"].tolist() == [3.0, 3.0]  # (2 + 4) / 2
+    (tmp_path / "checkpoint_1_4.pt").unlink()
+    with pytest.raises(SystemExit, match=r"has no checkpoint_\*_4\.pt, the best validation's update"):
+        checkpoints.main([str(tmp_path), "--last", "2", "--upto-best", "--output", str(tmp_path / "avg.pt")])

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_one_version_everywhere():
     cff = yaml.safe_load((REPO / "CITATION.cff").read_text(encoding="utf-8"))
-    newest = re.search(r"^## (\S+)", (REPO / "CHANGELOG.md").read_text(encoding="utf-8"), re.M).group(1)
+    newest = re.search(r"^## (?!Unreleased)(\S+)", (REPO / "CHANGELOG.md").read_text(encoding="utf-8"), re.M).group(1)
     assert str(cff["version"]) == newest == mixer_plugin.__version__
 
 

@@ -4,10 +4,17 @@ tensor; the rest of the state, optimizer history and config, comes from the newe
 one).  fairseq ships that script in its repository, not in the package.
 
     mixer-average SAVE_DIR --last N --output OUT.pt
+    mixer-average SAVE_DIR --last N --upto-best --output OUT.pt
 
 "Last" follows the update count of ``checkpoint_<epoch>_<updates>.pt``
 (``--save-interval-updates``), else the epoch of ``checkpoint<epoch>.pt``.
 With N = 1 or only one checkpoint it refuses: use that checkpoint directly.
+``--upto-best``: the last N at or before the update of ``checkpoint_best.pt``, the
+validation's best (fairseq's ``--best-checkpoint-metric``), so a training that ran on
+past its peak (``--patience``) is averaged where validation chose, not where it stopped.
+The peak's own checkpoint must be among them: save one at every validation
+(``--save-interval-updates`` equal to ``--validate-interval-updates``) and keep enough
+(``--keep-interval-updates`` at least N plus the validations a training runs past its best).
 
 ``resume_point`` is the runner's check before it continues a training: a
 ``checkpoint_last.pt`` that does not load (a kill or a full disk during fairseq's copy
@@ -30,7 +37,9 @@ from .. import compat  # noqa: F401  (the weights_only allowlist for fairseq che
 from ..data.prep import atomic_path
 
 
-def last_checkpoints(save_dir: Path, n: int) -> List[Path]:
+def last_checkpoints(save_dir: Path, n: int, upto: Optional[int] = None) -> List[Path]:
+    """The last ``n`` numbered checkpoints of ``save_dir``; with ``upto`` (an update count)
+    the last ``n`` at or before it, the one at ``upto`` among them."""
     by_update = []
     by_epoch = []
     for p in save_dir.iterdir():
@@ -41,9 +50,18 @@ def last_checkpoints(save_dir: Path, n: int) -> List[Path]:
         if m:
             by_epoch.append((int(m.group(1)), p))
     found = sorted(by_update) or sorted(by_epoch)
+    if upto is not None:
+        if upto not in {u for u, _ in by_update}:
+            raise SystemExit(
+                f"mixer-average: error: {save_dir} has no checkpoint_*_{upto}.pt, the best validation's "
+                f"update (save one at every validation: --save-interval-updates equal to "
+                f"--validate-interval-updates, and keep those past the best: --keep-interval-updates)"
+            )
+        found = [(u, p) for u, p in sorted(by_update) if u <= upto]
     if len(found) < n:
         raise SystemExit(
-            f"mixer-average: error: {save_dir} has {len(found)} numbered checkpoints, "
+            f"mixer-average: error: {save_dir} has {len(found)} numbered checkpoints"
+            f"{f' at or before update {upto}' if upto is not None else ''}, "
             f"--last {n} needs {n} (train with --save-interval-updates and --keep-interval-updates >= {n})"
         )
     return [p for _, p in found[-n:]]
@@ -124,15 +142,27 @@ def set_aside(path: Path, stamp: str) -> Path:
     return aside
 
 
+def best_update(save_dir: Path) -> int:
+    """The update count of ``save_dir/checkpoint_best.pt`` (fairseq's best validation)."""
+    best = save_dir / "checkpoint_best.pt"
+    if not best.is_file():
+        raise SystemExit(f"mixer-average: error: --upto-best: {best} does not exist (no validation has run)")
+    updates, error = check(best)
+    if error is not None:
+        raise SystemExit(f"mixer-average: error: --upto-best: {best} does not load ({error})")
+    return updates
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("save_dir", type=Path)
     p.add_argument("--last", type=int, required=True)
+    p.add_argument("--upto-best", action="store_true", help="the last N up to checkpoint_best.pt's update")
     p.add_argument("--output", type=Path, required=True)
     a = p.parse_args(argv)
     if a.last < 2:
         raise SystemExit("mixer-average: error: --last must be >= 2")
-    paths = last_checkpoints(a.save_dir, a.last)
+    paths = last_checkpoints(a.save_dir, a.last, best_update(a.save_dir) if a.upto_best else None)
     state = average(paths)
     tmp = a.output.with_name(f".{a.output.name}.tmp")
     torch.save(state, tmp)

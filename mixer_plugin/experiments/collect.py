@@ -128,7 +128,7 @@ class ModelResult:
 
 RECORD = "run.json"  # a finished run, as ``run_record`` gives it: what is committed of it, with its hypotheses
 # of each train_inner point, what a table or plot reads: the curve, the speed and the step
-TRAIN_KEYS = ("num_updates", "loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "lr", "gnorm")
+TRAIN_KEYS = ("num_updates", "loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "lr", "gnorm", "wall")
 
 
 def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
@@ -209,6 +209,43 @@ def collect(exp: Experiment) -> List[ModelResult]:
                     distinct.append((len(set(hyps)), len(hyps)))
         out.append(ModelResult(m, runs, logs, scores, decode, distinct, records=records))
     return out
+
+
+# ------------------------------------------------------------ selection
+@dataclass(frozen=True)
+class Peak:
+    """Where a run's validation peaked on the metric its checkpoints are chosen by."""
+
+    update: int
+    value: float
+    hours: Optional[float]  # fairseq's wall clock at the last logged interval before it (None: not logged)
+
+
+def selection(exp: Experiment, m: Model) -> Optional[Tuple[str, bool]]:
+    """(metric, maximize) when a model's training chooses its checkpoints on a validation
+    metric other than the loss (fairseq's ``--best-checkpoint-metric`` with
+    ``--maximize-best-checkpoint-metric``, e.g. ``bleu`` from ``--eval-bleu``), else None.
+    A decode reads the training it decodes."""
+    src = exp.models[m.decode_of] if m.decode_of else m
+    flags = [*exp.train, *src.train]
+    metric = flag_value(flags, "--best-checkpoint-metric")
+    if metric is None or metric == "loss":
+        return None
+    return metric, "--maximize-best-checkpoint-metric" in flags
+
+
+def peak(log: dict, metric: str, maximize: bool) -> Optional[Peak]:
+    """The last validation with the best ``metric`` of a run's log (fairseq's
+    checkpoint_best.pt, which a tie replaces; the log rounds to two decimals), and the
+    training time to it."""
+    points = [p for p in log["valid"] if metric in p]
+    if not points:
+        return None
+    # reversed: max/min return the first of equal values, and the last one is fairseq's best
+    best = (max if maximize else min)(reversed(points), key=lambda p: p[metric])
+    update = int(best["num_updates"])
+    walls = [p["wall"] for p in log["train"] if "wall" in p and p["num_updates"] <= update]
+    return Peak(update, best[metric], walls[-1] / 3600 if walls else None)
 
 
 def keys(exp: Experiment, m: Model) -> List[str]:

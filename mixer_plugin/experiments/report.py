@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..data.prep import atomic_path, data_root
 from ..paths import shown
@@ -31,12 +31,14 @@ from .collect import (
     collect,
     first_run,
     keys,
+    peak,
     run_bootstraps,
     seed_stats,
+    selection,
     summarizes,
 )
 from .spec import Experiment, Model, paper_figures
-from .stages import prep_manifest, prepare_stage, run_stages, shell
+from .stages import flag_value, prep_manifest, prepare_stage, run_stages, shell
 
 
 def distinct_cell(r: ModelResult) -> str:
@@ -78,6 +80,32 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
             + f", p {j.p:.3f})"
         )
     return "; ".join(cells)
+
+
+def peak_cells(r: ModelResult, chosen: Optional[Tuple[str, bool]], cap: Optional[int]) -> List[str]:
+    """Peak update, the validation metric there and the hours of training to it, each seed's
+    (``a / b / c``).  A run that trained to the cap (``--max-update``) did not stop by its own
+    rule, so its peak is marked: it may not have converged."""
+    peaks = [peak(log, *chosen) for log in r.logs] if chosen else []
+    if not any(peaks):
+        return ["–"] * 3
+    capped = [cap is not None and log["last_update"] >= cap for log in r.logs]
+
+    def each(cell: Callable[[Any], str]) -> str:
+        return " / ".join("–" if p is None else cell(p) for p in peaks)
+
+    return [
+        " / ".join("–" if p is None else f"{p.update:,}" + (" (cap)" if c else "") for p, c in zip(peaks, capped)),
+        each(lambda p: f"{p.value:.2f}"),
+        each(lambda p: "–" if p.hours is None else f"{p.hours:.1f}"),
+    ]
+
+
+def cap(exp: Experiment, m: Model) -> Optional[int]:
+    """A model's ``--max-update`` (a decode's: the training it decodes), None without one."""
+    src = exp.models[m.decode_of] if m.decode_of else m
+    value = flag_value([*exp.train, *src.train], "--max-update")
+    return int(value) if value is not None else None
 
 
 def paper_cell(m: Model) -> str:
@@ -124,31 +152,44 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
 
     made = []
     style = row_styles([r.model.name for r in results])
-    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    # the loss, and beside it the metric that chooses the checkpoints where one does (valid BLEU
+    # of a training run until it stops improving: its peak is the update the table names)
+    chooser = next((c for c in (selection(exp, r.model) for r in results) if c), None)
+    panels = [("loss", "valid loss (label-smoothed, base 2)")] + (
+        [(chooser[0], f"valid {chooser[0]}")] if chooser else []
+    )
+    fig, axs = plt.subplots(1, len(panels), figsize=(8.0 + 4.6 * (len(panels) - 1), 3.8), squeeze=False)
     several = False
-    for r in results:
-        if r.model.decode_of:
-            continue
-        color, marker, line = style[r.model.name]
-        # every seed, because seeds can differ in shape and not only in level (the summarization
-        # multiNN's loss drops in a step that came 750 updates later for one seed than for the
-        # others); the first seed marked and named, the later ones thin, unnamed in the legend
-        for i, (run, log) in enumerate(zip(r.runs, r.logs)):
-            valid = [p for p in log["valid"] if "loss" in p]
-            if not valid:
+    for ax, (key, _) in zip(axs[0], panels):
+        for r in results:
+            if r.model.decode_of:
                 continue
-            several |= i > 0
-            look = (
-                dict(marker=marker, ms=3, label=r.model.name)
-                if i == 0
-                else dict(lw=0.8, alpha=0.6, label=f"_{run.name}")
-            )
-            ax.plot([p["num_updates"] for p in valid], [p["loss"] for p in valid], color=color, linestyle=line, **look)
-    if ax.lines:
-        ax.set_xlabel("updates")
-        ax.set_ylabel("valid loss (label-smoothed, base 2)")
-        ax.set_title(f"{exp.name}: learning curves" + (" (every seed; the first marked)" if several else ""))
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, not on them
+            color, marker, line = style[r.model.name]
+            # every seed, because seeds can differ in shape and not only in level (the summarization
+            # multiNN's loss drops in a step that came 750 updates later for one seed than for the
+            # others); the first seed marked and named, the later ones thin, unnamed in the legend
+            for i, (run, log) in enumerate(zip(r.runs, r.logs)):
+                valid = [p for p in log["valid"] if key in p]
+                if not valid:
+                    continue
+                several |= i > 0
+                look = (
+                    dict(marker=marker, ms=3, label=r.model.name)
+                    if i == 0
+                    else dict(lw=0.8, alpha=0.6, label=f"_{run.name}")
+                )
+                ax.plot([p["num_updates"] for p in valid], [p[key] for p in valid], color=color, linestyle=line, **look)
+    if axs[0][0].lines:
+        for ax, (_, label) in zip(axs[0], panels):
+            ax.set_xlabel("updates")
+            ax.set_ylabel(label)
+        title = f"{exp.name}: learning curves" + (" (every seed; the first marked)" if several else "")
+        if chooser:
+            fig.suptitle(title)
+        else:
+            axs[0][0].set_title(title)
+        # beside the curves, not on them
+        axs[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         made.append(folder / "curves.png")
         fig.savefig(made[-1], dpi=110)
@@ -291,7 +332,12 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     if exp.description:
         md += [exp.description, ""]
     summary = summarizes(first)
-    head = ["model", "params", "updates", "seeds", "valid loss"] + [PRIMARY[k] for k in ks]
+    selected = {r.model.name: selection(exp, r.model) for r in results}
+    chooser = next((s for s in selected.values() if s), None)
+    head = ["model", "params", "updates", "seeds", "valid loss"]
+    if chooser:  # trained until validation stopped improving: where each seed peaked, and when
+        head += ["peak update", f"valid {PRIMARY.get(chooser[0], chooser[0])} at peak", "hours to peak"]
+    head += [PRIMARY[k] for k in ks]
     if summary:
         head.append("distinct outputs")
     if baselines and exp.kind != "classification":
@@ -311,6 +357,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
             str(r.log["last_update"]) if r.runs else "–",
             str(len(r.runs)),
             f"{valid[-1]['loss']:.3f}" if valid else "–",
+            *(peak_cells(r, selected[r.model.name], cap(exp, r.model)) if chooser else []),
             *[fmt_score(r, k) for k in ks],
         ]
         if summary:
@@ -367,6 +414,14 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         notes.append(
             "- distinct outputs: how many of the first seed's summaries differ from one another; a model "
             "that has not learned to read its source writes the same few for every input"
+        )
+    if chooser:
+        notes.append(
+            f"- peak update: the last validation with the best valid {PRIMARY.get(chooser[0], chooser[0])} in the "
+            "training log (fairseq's checkpoint_best.pt), one per seed; the valid score is fairseq's own during "
+            "training (`--eval-bleu`: its decoding flags, not the table's); (cap): the run trained to "
+            "`--max-update` without its stopping rule ending it, so it may not have converged; hours to peak: "
+            "fairseq's wall clock up to it, on the machine that ran it (machines differ: compare within one session)"
         )
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")

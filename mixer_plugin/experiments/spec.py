@@ -25,6 +25,10 @@ how.  One YAML file per experiment (``experiments/*.yaml``, ``configs/<paper>/*.
         decode_of: transformer
         overrides: {decoder_mixers: hard, decoder_cross_mixers: hard}
 
+A model may take its row from another experiment file, ``from: leaderboard.yaml`` (its
+folder's file; the model of the same name there gives ``arch``, ``train``, ``decode_of``,
+``overrides``, ``paper``, ``paper_rows``, ``note`` and ``claims``, and keys set here win), so
+that one row runs under two protocols and is written once.
 A model may also set ``data``, ``prepare``, ``generate``, ``score``, ``paper`` (what the
 paper says of that row, in words), ``paper_rows`` (the rows of the papers' tables it is
 compared with, ``ARCH`` or ``ARCH:TABLE`` of ``models/architectures``, or ``ARCH@DATASET`` for
@@ -57,8 +61,10 @@ class ExperimentError(ValueError):
 @dataclass(frozen=True)
 class Generate:
     subset: str = "test"
-    average_last: int = 1  # checkpoints averaged before decoding (1: checkpoint_last.pt)
-    checkpoint: str = "last"  # last | best (classification picks the best valid accuracy)
+    average_last: int = 1  # checkpoints averaged before decoding (1: checkpoint_<checkpoint>.pt)
+    # last | best (classification picks the best valid accuracy); with average_last > 1, best
+    # averages the last average_last checkpoints up to the best validation's (mixer-average --upto-best)
+    checkpoint: str = "last"
     flags: List[str] = field(default_factory=list)
 
 
@@ -160,6 +166,8 @@ def _sub(cls: type, d: Any, base: Union[Generate, Score], where: str):
         if bad:
             raise ExperimentError(f"{where}.metrics: unknown metric {bad[0]!r} (known: {', '.join(METRICS)})")
         values["metrics"] = list(metrics)
+    if "checkpoint" in values and values["checkpoint"] not in ("last", "best"):
+        raise ExperimentError(f"{where}.checkpoint: expected last or best, not {values['checkpoint']!r}")
     if "noise_floor" in values and (not isinstance(values["noise_floor"], (int, float)) or values["noise_floor"] < 0):
         raise ExperimentError(f"{where}.noise_floor: expected a number of points >= 0")
     return replace(base, **values)
@@ -206,7 +214,11 @@ MODEL = {
     "paper_rows",
     "note",
     "claims",
+    "from",
 }
+# what a model takes from the row of the same name in another experiment file (``from:``): the
+# row itself, not the protocol it ran under (seeds, data, decoding and scoring stay this file's)
+ROW = ("arch", "train", "decode_of", "overrides", "paper", "paper_rows", "note", "claims")
 _CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
 
 
@@ -268,6 +280,20 @@ def _paper_rows(value: Any, where: str) -> List[str]:
     return list(refs)
 
 
+def row_from(path: Path, other: str, name: str, where: str) -> Dict[str, Any]:
+    """The ``ROW`` keys of model ``name`` in experiment file ``other`` (relative to ``path``'s
+    folder): one row defined once and run under two protocols (the converged leaderboard takes
+    its rows from the 3,750-update one)."""
+    source = path.parent / other
+    try:
+        models = yaml.safe_load(source.read_text(encoding="utf-8"))["models"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        raise ExperimentError(f"{where}: {other} is not an experiment file with models") from None
+    if name not in models:
+        raise ExperimentError(f"{where}: {other} has no model {name!r}")
+    return {k: v for k, v in (models[name] or {}).items() if k in ROW}
+
+
 def load(path: Union[str, Path]) -> Experiment:
     path = Path(path)
     if not path.is_file():
@@ -296,6 +322,8 @@ def load(path: Union[str, Path]) -> Experiment:
         w = f"models.{name}"
         m = m or {}
         _check_keys(m, MODEL, where(w))
+        if "from" in m:
+            m = {**row_from(path, str(m["from"]), name, where(w + ".from")), **m}
         if ("arch" in m) == ("decode_of" in m):
             raise ExperimentError(
                 where(w) + ": give either arch (a model to train) or decode_of (another model's checkpoints)"

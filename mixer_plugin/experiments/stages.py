@@ -2,7 +2,7 @@
 
     prepare   mixer-prepare RECIPE                   -> work/data/<recipe>/{bin,ref,prep.json}
     train     fairseq-train (torchrun with NGPU > 1)  -> <run>/checkpoint*.pt, train.log
-    average   mixer-average                           -> <run>/averaged.pt (average_last > 1)
+    average   mixer-average                           -> <run>/averaged_last<N>[_upto_best].pt (average_last > 1)
     generate  fairseq-generate + mixer-postprocess    -> <run>/gen-<subset>/{hyp.txt,hyp.tok}
               (classification: fairseq-validate on the test subset -> <run>/test.log)
     score     mixer-score                             -> <run>/gen-<subset>/score.json
@@ -257,7 +257,8 @@ def train_command(exp: Experiment, model: Model, seed: int, root: Path, save: Pa
 
 def checkpoint(model: Model, save: Path) -> Path:
     if model.generate.average_last > 1:
-        return save / f"averaged_last{model.generate.average_last}.pt"
+        upto = "_upto_best" if model.generate.checkpoint == "best" else ""
+        return save / f"averaged_last{model.generate.average_last}{upto}.pt"
     return save / f"checkpoint_{model.generate.checkpoint}.pt"
 
 
@@ -390,6 +391,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
                     str(save),
                     "--last",
                     str(n),
+                    *(["--upto-best"] if model.generate.checkpoint == "best" else []),
                     "--output",
                     str(checkpoint(model, save)),
                 ]
