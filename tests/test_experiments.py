@@ -360,6 +360,19 @@ def test_bad_run_options_are_one_line_errors(args, env, message, tmp_path, corpu
     assert not (tmp_path / "work").exists()
 
 
+def test_a_work_folder_linked_to_nothing_is_a_one_line_error(tmp_path, corpus):
+    """work/data as a symbolic link to a folder not made yet (as a script that shares one
+    prepared corpus between work folders sets it up) used to end in a traceback from the
+    first lock's mkdir."""
+    path = experiment(tmp_path, corpus)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "data").symlink_to(tmp_path / "nowhere")
+    proc = mixer_run(path, work=tmp_path / "work")
+    err = [line for line in proc.stderr.splitlines() if not line.startswith("INFO:")]
+    assert proc.returncode == 2 and len(err) == 1, proc.stderr[-2000:]
+    assert err[0].endswith(f"data is a symbolic link to {tmp_path / 'nowhere'}, which does not exist"), err
+
+
 def test_flags_given_with_an_equals_sign():
     """--max-update=N is what argparse accepts as well: the budget a training may grow by
     without starting over must be recognised in that form too."""

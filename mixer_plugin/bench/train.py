@@ -46,7 +46,7 @@ def train_wps(argv: List[str], env: Dict[str, str]) -> float:
     return statistics.mean(wps[1:])  # the first interval holds the start-up
 
 
-def layer_ratio(spec_flags: List[str], L: int) -> Optional[float]:
+def layer_ratio(spec_flags: List[str], L: float) -> Optional[float]:
     """The layer benchmark's speed-up of the model's first non-attn encoder mixer at the
     length nearest L (None when the model is all attention or the file lacks it)."""
     path = RESULTS / f"{mixers.NAME}_cpu.json"

@@ -47,7 +47,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..data.prep import atomic_path, sweep_leftovers
+from ..data.prep import atomic_path, data_root, sweep_leftovers
 from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, guard, report
 from .collect import RECORD
@@ -125,6 +125,16 @@ def training_status(stage: Stage) -> str:
         if goal:
             line += f", about {fmt((int(goal) - done) / float(ups[-1]))} left"
     return line
+
+
+def dangling_link(path: Path) -> Optional[Path]:
+    """The first folder on the way to ``path`` that is a symbolic link to nothing (a
+    ``work/data`` linked to a corpus folder not made yet), else None: creating anything
+    under it fails with a bare FileExistsError."""
+    for p in [*reversed(path.parents), path]:
+        if p.is_symlink() and not p.exists():
+            return p
+    return None
 
 
 def machine_cores() -> int:
@@ -581,6 +591,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             if not set(seeds) & listed:
                 raise ExperimentError(f"--seeds {args.seeds}: the file lists seeds {sorted(listed)}")
         precision(), ngpu()  # PRECISION= and NGPU= checked before anything runs
+        for folder in [WORK / exp.name, *(data_root(m.data, m.prepare) for m in exp.models.values())]:
+            link = dangling_link(folder)
+            if link is not None:
+                raise ExperimentError(f"{shown(link)} is a symbolic link to {os.readlink(link)}, which does not exist")
         runner = Runner(
             exp,
             args.jobs or exp.jobs,
