@@ -226,12 +226,17 @@ def selection(exp: Experiment, m: Model) -> Optional[Tuple[str, bool]]:
     metric other than the loss (fairseq's ``--best-checkpoint-metric`` with
     ``--maximize-best-checkpoint-metric``, e.g. ``bleu`` from ``--eval-bleu``), else None.
     A decode reads the training it decodes."""
-    src = exp.models[m.decode_of] if m.decode_of else m
-    flags = [*exp.train, *src.train]
+    flags = train_flags(exp, m)
     metric = flag_value(flags, "--best-checkpoint-metric")
     if metric is None or metric == "loss":
         return None
     return metric, "--maximize-best-checkpoint-metric" in flags
+
+
+def train_flags(exp: Experiment, m: Model) -> List[str]:
+    """The fairseq-train flags of a model's training (a decode's: the training it decodes)."""
+    src = exp.models[m.decode_of] if m.decode_of else m
+    return [*exp.train, *src.train]
 
 
 def peak(log: dict, metric: str, maximize: bool) -> Optional[Peak]:

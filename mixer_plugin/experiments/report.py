@@ -36,6 +36,7 @@ from .collect import (
     seed_stats,
     selection,
     summarizes,
+    train_flags,
 )
 from .spec import Experiment, Model, paper_figures
 from .stages import flag_value, prep_manifest, prepare_stage, run_stages, shell
@@ -103,8 +104,7 @@ def peak_cells(r: ModelResult, chosen: Optional[Tuple[str, bool]], cap: Optional
 
 def cap(exp: Experiment, m: Model) -> Optional[int]:
     """A model's ``--max-update`` (a decode's: the training it decodes), None without one."""
-    src = exp.models[m.decode_of] if m.decode_of else m
-    value = flag_value([*exp.train, *src.train], "--max-update")
+    value = flag_value(train_flags(exp, m), "--max-update")
     return int(value) if value is not None else None
 
 
