@@ -396,16 +396,19 @@ def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked()
     --max-update without its stopping rule ending it is marked (cap)."""
     from types import SimpleNamespace
 
-    from mixer_plugin.experiments.collect import ModelResult
+    from mixer_plugin.experiments.collect import ModelResult, Selection
     from mixer_plugin.experiments.report import peak_cells
 
     def log(bleus, last):
         valid = [{"num_updates": 250 * (i + 1), "loss": 5.0, "bleu": b} for i, b in enumerate(bleus)]
-        train = [{"num_updates": u, "wall": 3.6 * u} for u in range(50, last + 1, 50)]
+        train = [{"num_updates": u, "train_wall": 180.0} for u in range(50, last + 1, 50)]
         return {"params": 1, "train": train, "valid": valid, "last_update": last}
 
     logs = [log([10.0, 12.5, 12.5, 11.0], 1000), log([9.0, 10.0, 11.0, 12.0], 1000)]
     r = ModelResult(SimpleNamespace(name="m"), [Path("seed1"), Path("seed2")], logs, [{}, {}], [None, None])
-    assert peak_cells(r, ("bleu", True), cap=2000) == ["750 / 1,000", "12.50 / 12.00", "0.8 / 1.0"]
-    assert peak_cells(r, ("bleu", True), cap=1000)[0] == "750 (cap) / 1,000 (cap)"
+    bleu = Selection("bleu", True, patience=8)
+    assert peak_cells(r, bleu, cap=2000) == ["750 / 1,000", "12.50 / 12.00", "0.8 / 1.0"]
+    assert peak_cells(r, bleu, cap=1000)[0] == "750 (cap) / 1,000 (cap)"
+    # a seed its stopping rule ended at the cap's update did not hit the cap
+    assert peak_cells(r, Selection("bleu", True, patience=1), cap=1000)[0] == "750 / 1,000 (cap)"
     assert peak_cells(r, None, cap=1000) == ["–"] * 3

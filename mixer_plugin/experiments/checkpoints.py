@@ -5,6 +5,7 @@ one).  fairseq ships that script in its repository, not in the package.
 
     mixer-average SAVE_DIR --last N --output OUT.pt
     mixer-average SAVE_DIR --last N --upto-best --output OUT.pt
+    mixer-average SAVE_DIR --last N --upto-best --log TRAIN_LOG --output OUT.pt
 
 "Last" follows the update count of ``checkpoint_<epoch>_<updates>.pt``
 (``--save-interval-updates``), else the epoch of ``checkpoint<epoch>.pt``.
@@ -15,6 +16,11 @@ past its peak (``--patience``) is averaged where validation chose, not where it 
 The peak's own checkpoint must be among them: save one at every validation
 (``--save-interval-updates`` equal to ``--validate-interval-updates``) and keep enough
 (``--keep-interval-updates`` at least N plus the validations a training runs past its best).
+With ``--log`` (the training's fairseq-train log, every resume appended to it) the best is
+read from the log instead, under the stopping rule the training ran with (``--patience``,
+``--best-checkpoint-metric``, from ``checkpoint_best.pt``'s config) applied to all of it
+(``trainlog.stopping_point``): the same checkpoint for an unbroken training, and for one resumed
+after a kill, whose patience count fairseq restarted, the best an unbroken one would have kept.
 
 ``resume_point`` is the runner's check before it continues a training: a
 ``checkpoint_last.pt`` that does not load (a kill or a full disk during fairseq's copy
@@ -35,6 +41,7 @@ import torch
 
 from .. import compat  # noqa: F401  (the weights_only allowlist for fairseq checkpoints)
 from ..data.prep import atomic_path
+from .trainlog import parse_train_log, stopping_point
 
 
 def last_checkpoints(save_dir: Path, n: int, upto: Optional[int] = None) -> List[Path]:
@@ -85,16 +92,23 @@ def average(paths: Sequence[Path]) -> Dict[str, Any]:
     return state
 
 
-def check(path: Path) -> Tuple[Optional[int], Optional[str]]:
-    """(its update count, None) when ``path`` loads as fairseq loads it to resume (on the
-    CPU, weights only, with compat's allowlist), else (None, why not: torch.load's first
-    line)."""
+def load(path: Path) -> Tuple[Optional[dict], Optional[str]]:
+    """(its state, None) when ``path`` loads as fairseq loads it to resume (on the CPU, weights
+    only, with compat's allowlist), else (None, why not: torch.load's first line)."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001  (truncated zip, zeros, a bad pickle: all one answer)
         return None, (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0]
     if not isinstance(state, dict) or "model" not in state:
         return None, "no model state in it"
+    return state, None
+
+
+def check(path: Path) -> Tuple[Optional[int], Optional[str]]:
+    """(its update count, None) when ``path`` loads (``load``), else (None, why not)."""
+    state, error = load(path)
+    if state is None:
+        return None, error
     history = state.get("optimizer_history") or [{}]
     return int(history[-1].get("num_updates", 0)), None
 
@@ -142,15 +156,25 @@ def set_aside(path: Path, stamp: str) -> Path:
     return aside
 
 
-def best_update(save_dir: Path) -> int:
-    """The update count of ``save_dir/checkpoint_best.pt`` (fairseq's best validation)."""
+def best_update(save_dir: Path, log: Optional[Path] = None) -> int:
+    """The update of the training's best validation: ``save_dir/checkpoint_best.pt``'s, or with
+    ``log`` the one its stopping rule keeps when applied to the whole log (module docstring)."""
     best = save_dir / "checkpoint_best.pt"
     if not best.is_file():
         raise SystemExit(f"mixer-average: error: --upto-best: {best} does not exist (no validation has run)")
-    updates, error = check(best)
-    if error is not None:
+    state, error = load(best)
+    if state is None:
         raise SystemExit(f"mixer-average: error: --upto-best: {best} does not load ({error})")
-    return updates
+    if log is None:
+        return int((state.get("optimizer_history") or [{}])[-1].get("num_updates", 0))
+    if not log.is_file():
+        raise SystemExit(f"mixer-average: error: --log: {log} does not exist")
+    rule = (state.get("cfg") or {}).get("checkpoint") or {}
+    metric, maximize = rule.get("best_checkpoint_metric", "loss"), bool(rule.get("maximize_best_checkpoint_metric"))
+    point, _ = stopping_point(parse_train_log(log)["valid"], metric, maximize, rule.get("patience", -1))
+    if point is None:
+        raise SystemExit(f"mixer-average: error: --log: {log} has no validation with {metric!r} (the metric of {best})")
+    return int(point["num_updates"])
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -158,11 +182,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("save_dir", type=Path)
     p.add_argument("--last", type=int, required=True)
     p.add_argument("--upto-best", action="store_true", help="the last N up to checkpoint_best.pt's update")
+    p.add_argument(
+        "--log", type=Path, help="with --upto-best: the best by the training's stopping rule over its whole log"
+    )
     p.add_argument("--output", type=Path, required=True)
     a = p.parse_args(argv)
     if a.last < 2:
         raise SystemExit("mixer-average: error: --last must be >= 2")
-    paths = last_checkpoints(a.save_dir, a.last, best_update(a.save_dir) if a.upto_best else None)
+    if a.log is not None and not a.upto_best:
+        raise SystemExit("mixer-average: error: --log reads the best validation for --upto-best; add --upto-best")
+    paths = last_checkpoints(a.save_dir, a.last, best_update(a.save_dir, a.log) if a.upto_best else None)
     state = average(paths)
     tmp = a.output.with_name(f".{a.output.name}.tmp")
     torch.save(state, tmp)

@@ -21,6 +21,7 @@ from ..data.prep import atomic_path, data_root
 from ..paths import PROJECT, shown
 from .spec import Experiment, Model
 from .stages import flag_value, portable_in, prep_manifest, run_dir, shell
+from .trainlog import hours_to, parse_train_log, stopping_point
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
 PRIMARY = {
@@ -34,34 +35,9 @@ PRIMARY = {
     "rougeL": "R-L",
     "accuracy": "accuracy",
 }
-_KV = re.compile(r"(\w+)=([-\d.e+]+)")
 
 
 # ------------------------------------------------------------------ logs
-def parse_train_log(path: Path) -> dict:
-    """What a fairseq-train log says: params, train_inner and valid points (a resumed
-    run's log holds several trainings one after another; later points win)."""
-    out = {"params": None, "train": {}, "valid": {}}
-    if not path.is_file():
-        return {"params": None, "train": [], "valid": [], "last_update": 0}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = re.search(r"num\. (?:shared )?model params: ([\d,]+)", line)
-        if m and out["params"] is None:
-            out["params"] = int(m.group(1).replace(",", ""))
-        if "| train_inner |" in line:
-            kv = {k: float(v) for k, v in _KV.findall(line)}
-            if "num_updates" in kv:
-                out["train"][int(kv["num_updates"])] = kv
-        elif "| valid on" in line:
-            kv = {k: float(v) for k, v in re.findall(r"(\w+) ([-\d.e+]+)", line.split("|", 3)[-1])}
-            if "num_updates" in kv:
-                out["valid"][int(kv["num_updates"])] = kv
-    train = [out["train"][k] for k in sorted(out["train"])]
-    valid = [out["valid"][k] for k in sorted(out["valid"])]
-    last = int(max([p["num_updates"] for p in train + valid], default=0))
-    return {"params": out["params"], "train": train, "valid": valid, "last_update": last}
-
-
 def decode_speed(path: Path) -> Optional[float]:
     """sentences/s that fairseq-generate reports for the decoding it timed."""
     if not path.is_file():
@@ -128,7 +104,7 @@ class ModelResult:
 
 RECORD = "run.json"  # a finished run, as ``run_record`` gives it: what is committed of it, with its hypotheses
 # of each train_inner point, what a table or plot reads: the curve, the speed and the step
-TRAIN_KEYS = ("num_updates", "loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "lr", "gnorm", "wall")
+TRAIN_KEYS = ("num_updates", "loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "lr", "gnorm", "wall", "train_wall")
 
 
 def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
@@ -218,19 +194,29 @@ class Peak:
 
     update: int
     value: float
-    hours: Optional[float]  # fairseq's wall clock at the last logged interval before it (None: not logged)
+    hours: Optional[float]  # hours in training steps to it (trainlog.hours_to; None: not logged)
+    stopped: Optional[int]  # the update where the stopping rule ended the training, None: it did not
 
 
-def selection(exp: Experiment, m: Model) -> Optional[Tuple[str, bool]]:
-    """(metric, maximize) when a model's training chooses its checkpoints on a validation
-    metric other than the loss (fairseq's ``--best-checkpoint-metric`` with
-    ``--maximize-best-checkpoint-metric``, e.g. ``bleu`` from ``--eval-bleu``), else None.
-    A decode reads the training it decodes."""
+@dataclass(frozen=True)
+class Selection:
+    """How a training chooses its checkpoints: fairseq's ``--best-checkpoint-metric``, whether
+    larger is better, and its ``--patience`` (0: none)."""
+
+    metric: str
+    maximize: bool
+    patience: int
+
+
+def selection(exp: Experiment, m: Model) -> Optional[Selection]:
+    """How a model's training chooses its checkpoints when it does so on a validation metric
+    other than the loss (``--best-checkpoint-metric`` with ``--maximize-best-checkpoint-metric``,
+    e.g. ``bleu`` from ``--eval-bleu``), else None.  A decode reads the training it decodes."""
     flags = train_flags(exp, m)
     metric = flag_value(flags, "--best-checkpoint-metric")
     if metric is None or metric == "loss":
         return None
-    return metric, "--maximize-best-checkpoint-metric" in flags
+    return Selection(metric, "--maximize-best-checkpoint-metric" in flags, int(flag_value(flags, "--patience") or 0))
 
 
 def train_flags(exp: Experiment, m: Model) -> List[str]:
@@ -239,18 +225,15 @@ def train_flags(exp: Experiment, m: Model) -> List[str]:
     return [*exp.train, *src.train]
 
 
-def peak(log: dict, metric: str, maximize: bool) -> Optional[Peak]:
-    """The last validation with the best ``metric`` of a run's log (fairseq's
-    checkpoint_best.pt, which a tie replaces; the log rounds to two decimals), and the
-    training time to it."""
-    points = [p for p in log["valid"] if metric in p]
-    if not points:
+def peak(log: dict, chosen: Selection) -> Optional[Peak]:
+    """Where a run's log peaked: fairseq's checkpoint_best.pt under its stopping rule, applied
+    to the whole log (``trainlog.stopping_point``: a training resumed after a kill would
+    otherwise train past it), and the hours of training to it."""
+    best, stopped = stopping_point(log["valid"], chosen.metric, chosen.maximize, chosen.patience)
+    if best is None:
         return None
-    # reversed: max/min return the first of equal values, and the last one is fairseq's best
-    best = (max if maximize else min)(reversed(points), key=lambda p: p[metric])
     update = int(best["num_updates"])
-    walls = [p["wall"] for p in log["train"] if "wall" in p and p["num_updates"] <= update]
-    return Peak(update, best[metric], walls[-1] / 3600 if walls else None)
+    return Peak(update, best[chosen.metric], hours_to(log["train"], update), stopped)
 
 
 def keys(exp: Experiment, m: Model) -> List[str]:

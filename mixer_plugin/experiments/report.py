@@ -27,6 +27,7 @@ from .archive import keep_run_outputs, results_path
 from .collect import (
     PRIMARY,
     ModelResult,
+    Selection,
     bench_speeds,
     collect,
     first_run,
@@ -83,14 +84,17 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
     return "; ".join(cells)
 
 
-def peak_cells(r: ModelResult, chosen: Optional[Tuple[str, bool]], cap: Optional[int]) -> List[str]:
+def peak_cells(r: ModelResult, chosen: Optional[Selection], cap: Optional[int]) -> List[str]:
     """Peak update, the validation metric there and the hours of training to it, each seed's
     (``a / b / c``).  A run that trained to the cap (``--max-update``) did not stop by its own
     rule, so its peak is marked: it may not have converged."""
-    peaks = [peak(log, *chosen) for log in r.logs] if chosen else []
+    peaks = [peak(log, chosen) for log in r.logs] if chosen else []
     if not any(peaks):
         return ["–"] * 3
-    capped = [cap is not None and log["last_update"] >= cap for log in r.logs]
+    capped = [
+        cap is not None and p is not None and p.stopped is None and log["last_update"] >= cap
+        for p, log in zip(peaks, r.logs)
+    ]
 
     def each(cell: Callable[[Any], str]) -> str:
         return " / ".join("–" if p is None else cell(p) for p in peaks)
@@ -156,7 +160,7 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
     # of a training run until it stops improving: its peak is the update the table names)
     chooser = next((c for c in (selection(exp, r.model) for r in results) if c), None)
     panels = [("loss", "valid loss (label-smoothed, base 2)")] + (
-        [(chooser[0], f"valid {chooser[0]}")] if chooser else []
+        [(chooser.metric, f"valid {chooser.metric}")] if chooser else []
     )
     fig, axs = plt.subplots(1, len(panels), figsize=(8.0 + 4.6 * (len(panels) - 1), 3.8), squeeze=False)
     several = False
@@ -336,7 +340,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     chooser = next((s for s in selected.values() if s), None)
     head = ["model", "params", "updates", "seeds", "valid loss"]
     if chooser:  # trained until validation stopped improving: where each seed peaked, and when
-        head += ["peak update", f"valid {PRIMARY.get(chooser[0], chooser[0])} at peak", "hours to peak"]
+        head += ["peak update", f"valid {PRIMARY.get(chooser.metric, chooser.metric)} at peak", "hours to peak"]
     head += [PRIMARY[k] for k in ks]
     if summary:
         head.append("distinct outputs")
@@ -417,11 +421,15 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         )
     if chooser:
         notes.append(
-            f"- peak update: the last validation with the best valid {PRIMARY.get(chooser[0], chooser[0])} in the "
-            "training log (fairseq's checkpoint_best.pt), one per seed; the valid score is fairseq's own during "
+            f"- peak update: the last validation with the best valid {PRIMARY.get(chooser.metric, chooser.metric)} "
+            "before fairseq's stopping rule ended the training (its checkpoint_best.pt; for a training resumed after "
+            "a kill, the rule applied to the whole log, since fairseq restarts its count), one per seed; the valid "
+            "score is fairseq's own during "
             "training (`--eval-bleu`: its decoding flags, not the table's); (cap): the run trained to "
             "`--max-update` without its stopping rule ending it, so it may not have converged; hours to peak: "
-            "fairseq's wall clock up to it, on the machine that ran it (machines differ: compare within one session)"
+            "the time in training steps up to it (fairseq's train_wall summed over the logged intervals, "
+            "validation and saving left out, so resumes do not count), on the machine that ran it (machines "
+            "differ: compare within one session)"
         )
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")

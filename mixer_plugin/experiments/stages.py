@@ -391,7 +391,9 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
                     str(save),
                     "--last",
                     str(n),
-                    *(["--upto-best"] if model.generate.checkpoint == "best" else []),
+                    # the best by the training's stopping rule over its whole log (a resumed
+                    # training's own count restarted: trainlog)
+                    *(["--upto-best", "--log", str(trained.log)] if model.generate.checkpoint == "best" else []),
                     "--output",
                     str(checkpoint(model, save)),
                 ]

@@ -1,0 +1,124 @@
+"""fairseq's early-stopping rule and wall clock read back from a whole training log
+(mixer_plugin/experiments/trainlog.py): the same as fairseq's own for an unbroken training,
+and what an unbroken training would have had for one resumed after a kill."""
+
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from mixer_plugin.experiments import checkpoints
+from mixer_plugin.experiments.collect import Selection, peak
+from mixer_plugin.experiments.trainlog import parse_train_log, stopping_point
+
+
+def fairseq_stop(values, patience, maximize):
+    """Where fairseq's own rule (fairseq_cli.train.should_stop_early) stops over ``values``,
+    one validation each 250 updates: the update, or None."""
+    from fairseq_cli.train import should_stop_early
+
+    for attr in ("best", "num_runs"):
+        if hasattr(should_stop_early, attr):
+            delattr(should_stop_early, attr)
+    cfg = SimpleNamespace(checkpoint=SimpleNamespace(patience=patience, maximize_best_checkpoint_metric=maximize))
+    for i, v in enumerate(values):
+        if should_stop_early(cfg, v):
+            return 250 * (i + 1)
+    return None
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_the_rule_stops_where_fairseqs_own_does(maximize):
+    """On many validation histories (ties included: the log rounds), the stop is fairseq's and the
+    kept point holds the best score of the stretch, the last of equal ones (checkpoint_best.pt is
+    saved again on a tie)."""
+    rng = random.Random(0)
+    for _ in range(300):
+        values = [
+            rng.choice([10.0, 10.5, 11.0, 11.5, 12.0]) + rng.randint(0, 8) * 0.25 for _ in range(rng.randint(1, 30))
+        ]
+        patience = rng.randint(1, 6)
+        valid = [{"num_updates": 250 * (i + 1), "bleu": v} for i, v in enumerate(values)]
+        best, stopped = stopping_point(valid, "bleu", maximize, patience)
+        assert stopped == fairseq_stop(values, patience, maximize)
+        seen = values[: (stopped or 250 * len(values)) // 250]
+        top = max(seen) if maximize else min(seen)
+        assert best["bleu"] == top
+        assert best["num_updates"] == 250 * (len(seen) - seen[::-1].index(top))
+
+
+def write_log(path, segments):
+    """A fairseq-train log of several trainings one after another (the runner appends a resumed
+    one): each segment a list of (update, valid BLEU or None), a train_inner point every 50
+    updates, 1 s an update.  As fairseq logs them: each interval's own train_wall, and a wall
+    clock that reads 0 after a resume."""
+    lines = []
+    for i, segment in enumerate(segments):
+        lines.append("$ python -m fairseq_cli.train ...")
+        for update, bleu in segment:
+            for u in range(update - 200, update + 1, 50):
+                lines.append(
+                    f"2026-11-26 06:21:37 | INFO | train_inner | epoch 001:     50 / 1354 loss=5.0, "
+                    f"num_updates={u}, lr=0.001, train_wall=50, wall={0 if i else u}"
+                )
+            if bleu is not None:
+                lines.append(
+                    f"2026-11-26 06:26:03 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.0 | "
+                    f"bleu {bleu} | num_updates {update} | best_bleu {bleu}"
+                )
+    path.write_text("\n".join(lines) + "\n")
+
+
+# a training with patience 2, killed after update 750; resumed from 750, fairseq counts from
+# zero against its first validation (11.0) and so trains on past 1,000, where an unbroken
+# training stopped, to a later best at 1,500
+KILLED = [(250, 10.0), (500, 12.0), (750, 11.5)]
+RESUMED = [(1000, 11.0), (1250, 11.8), (1500, 12.5), (1750, 12.0), (2000, 12.1)]
+
+
+def test_a_resumed_training_peaks_and_stops_where_an_unbroken_one_would(tmp_path):
+    write_log(tmp_path / "train.log", [KILLED, RESUMED])
+    log = parse_train_log(tmp_path / "train.log")
+    assert fairseq_stop([b for _, b in KILLED + RESUMED], 2, True) == 1000  # the unbroken training's stop
+    p = peak(log, Selection("bleu", True, patience=2))
+    assert (p.update, p.value, p.stopped) == (500, 12.0, 1000)
+    assert p.hours == pytest.approx(500 / 3600)
+    # without a stopping rule the best of the whole log; the hours count the intervals before
+    # the resume and after it (fairseq's wall clock reads 0 there)
+    p = peak(log, Selection("bleu", True, patience=0))
+    assert (p.update, p.stopped) == (1500, None)
+    assert p.hours == pytest.approx(1500 / 3600)
+
+
+def test_averaging_up_to_the_best_reads_the_rule_from_the_whole_log(tmp_path):
+    """mixer-average --upto-best --log: the checkpoints ending at the best the stopping rule keeps
+    over the whole log (the rule's settings from checkpoint_best.pt's config), not at
+    checkpoint_best.pt, which the resumed training moved to a validation past its stop."""
+    rule = {"patience": 2, "best_checkpoint_metric": "bleu", "maximize_best_checkpoint_metric": True}
+
+    def save(name, updates):
+        state = {
+            "model": {"w": torch.full((2,), float(updates))},
+            "optimizer_history": [{"num_updates": updates}],
+            "cfg": {"checkpoint": rule},
+        }
+        torch.save(state, tmp_path / name)
+
+    for u in range(250, 2001, 250):
+        save(f"checkpoint_1_{u}.pt", u)
+    save("checkpoint_best.pt", 1500)
+    write_log(tmp_path / "train.log", [KILLED, RESUMED])
+    out = tmp_path / "avg.pt"
+    checkpoints.main([str(tmp_path), "--last", "2", "--upto-best", "--output", str(out)])
+    assert torch.load(out, weights_only=True)["model"]["w"].tolist() == [1375.0, 1375.0]  # fairseq's best: 1,500
+    checkpoints.main(
+        [str(tmp_path), "--last", "2", "--upto-best", "--log", str(tmp_path / "train.log"), "--output", str(out)]
+    )
+    assert torch.load(out, weights_only=True)["model"]["w"].tolist() == [375.0, 375.0]  # (250 + 500) / 2
+    with pytest.raises(SystemExit, match=r"--log: .*nowhere\.log does not exist"):
+        checkpoints.main(
+            [str(tmp_path), "--last", "2", "--upto-best", "--log", str(tmp_path / "nowhere.log"), "--output", str(out)]
+        )
+    with pytest.raises(SystemExit, match="add --upto-best"):
+        checkpoints.main([str(tmp_path), "--last", "2", "--log", str(tmp_path / "train.log"), "--output", str(out)])
