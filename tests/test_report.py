@@ -186,6 +186,19 @@ def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
     assert re.search(r"^\| `B` \| 2 \| 72\.00 \| 92\.00 \| -20\.00 \| \d\.\d{3} \|$", md, re.M), md
 
 
+def test_a_row_with_one_seed_other_than_the_baselines_first_is_shown_against_the_same_seed(fake, tmp_path):
+    """A decode of the transformer's seed 2 only (hard_ablation's hard_dec_samples4_decoded_soft):
+    the main table's p pairs it with the baseline's first seed, another training; its
+    same-seed test was made but the seed-by-seed table left out rows with one seed."""
+    from mixer_plugin.experiments import report
+
+    exp = fake({"A": {"seeds": [1, 2]}, "E": {"seeds": [2]}, "F": {}}, {"A": 0.1, "E": 0.2, "F": 0.3})
+    report.write(exp)
+    md = (tmp_path / "tiny.md").read_text()
+    assert re.search(r"^\| `E` \| 2 \| 82\.00 \| 92\.00 \| -10\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert not re.search(r"^\| `F` \| 1 \|", md, re.M), md  # its one pair is the main table's
+
+
 def test_the_baselines_later_seeds_meet_its_first_to_show_what_a_seed_alone_does(fake, tmp_path):
     """The summarization transformer's seed 2 beat its seed 1 by 1.13 ROUGE-L with bootstrap
     p 0.002: the same recipe, another seed, "significant".  The results said nothing of

@@ -450,9 +450,17 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
 def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) -> List[str]:
     """Every seed of the rows with several against the baseline's run of the same seed: the
     main table's p compares first seeds only, so a first seed that happens to be a row's
-    worst (or the baseline's best) would otherwise go unseen."""
-    rows = [r for r in results if len(r.extra.get("seed_pairs", {})) > 1]
-    if base_r is None or not rows:
+    worst (or the baseline's best) would otherwise go unseen.  A row with one seed is here
+    too when that seed is not the baseline's first (a decode of its seed 2 alone): the main
+    table's p pairs it with another training."""
+    if base_r is None:
+        return []
+    j = first_run(base_r)
+    first = base_r.runs[j].name if j is not None else None
+    rows = [
+        r for r in results if len(r.extra.get("seed_pairs", {})) > 1 or set(r.extra.get("seed_pairs", {})) - {first}
+    ]
+    if not rows:
         return []
     key = claim_metric(base_r.model)
     name = PRIMARY[key]
