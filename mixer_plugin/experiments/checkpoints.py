@@ -107,10 +107,13 @@ def load(path: Path) -> Tuple[Optional[dict], Optional[str]]:
 def check(path: Path) -> Tuple[Optional[int], Optional[str]]:
     """(its update count, None) when ``path`` loads (``load``), else (None, why not)."""
     state, error = load(path)
-    if state is None:
-        return None, error
+    return (None, error) if state is None else (num_updates(state), None)
+
+
+def num_updates(state: dict) -> int:
+    """The update count a loaded checkpoint was saved at."""
     history = state.get("optimizer_history") or [{}]
-    return int(history[-1].get("num_updates", 0)), None
+    return int(history[-1].get("num_updates", 0))
 
 
 def resume_point(save_dir: Path) -> Optional[str]:
@@ -166,7 +169,7 @@ def best_update(save_dir: Path, log: Optional[Path] = None) -> int:
     if state is None:
         raise SystemExit(f"mixer-average: error: --upto-best: {best} does not load ({error})")
     if log is None:
-        return int((state.get("optimizer_history") or [{}])[-1].get("num_updates", 0))
+        return num_updates(state)
     if not log.is_file():
         raise SystemExit(f"mixer-average: error: --log: {log} does not exist")
     rule = (state.get("cfg") or {}).get("checkpoint") or {}

@@ -457,9 +457,7 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
         return []
     j = first_run(base_r)
     first = base_r.runs[j].name if j is not None else None
-    rows = [
-        r for r in results if len(r.extra.get("seed_pairs", {})) > 1 or set(r.extra.get("seed_pairs", {})) - {first}
-    ]
+    rows = [r for r in results if set(r.extra.get("seed_pairs", {})) - {first}]  # a pair besides the first seeds'
     if not rows:
         return []
     key = claim_metric(base_r.model)
