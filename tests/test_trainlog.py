@@ -3,6 +3,7 @@
 and what an unbroken training would have had for one resumed after a kill."""
 
 import random
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -48,11 +49,12 @@ def test_the_rule_stops_where_fairseqs_own_does(maximize):
         assert best["num_updates"] == 250 * (len(seen) - seen[::-1].index(top))
 
 
-def write_log(path, segments):
-    """A fairseq-train log of several trainings one after another (the runner appends a resumed
-    one): each segment a list of (update, valid BLEU or None), a train_inner point every 50
-    updates, 1 s an update.  As fairseq logs them: each interval's own train_wall, and a wall
-    clock that reads 0 after a resume."""
+def log_lines(segments):
+    """The lines of a fairseq-train log of several trainings one after another (the runner
+    appends a resumed one): each segment a list of (update, valid BLEU or None), a train_inner
+    point every 50 updates, 1 s an update.  As fairseq logs them: each interval's own
+    train_wall, a wall clock that reads 0 after a resume, and a checkpoint saved after each
+    validation."""
     lines = []
     for i, segment in enumerate(segments):
         lines.append("$ python -m fairseq_cli.train ...")
@@ -67,7 +69,15 @@ def write_log(path, segments):
                     f"2026-11-26 06:26:03 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.0 | "
                     f"bleu {bleu} | num_updates {update} | best_bleu {bleu}"
                 )
-    path.write_text("\n".join(lines) + "\n")
+                lines.append(
+                    f"2026-11-26 06:26:04 | INFO | fairseq.checkpoint_utils | Saved checkpoint "
+                    f"run/checkpoint_1_{update}.pt (epoch 1 @ {update} updates, score {bleu}) (writing took 0.2 s)"
+                )
+    return lines
+
+
+def write_log(path, segments):
+    path.write_text("\n".join(log_lines(segments)) + "\n")
 
 
 # a training with patience 2, killed after update 750; resumed from 750, fairseq counts from
@@ -122,3 +132,73 @@ def test_averaging_up_to_the_best_reads_the_rule_from_the_whole_log(tmp_path):
         )
     with pytest.raises(SystemExit, match="add --upto-best"):
         checkpoints.main([str(tmp_path), "--last", "2", "--log", str(tmp_path / "train.log"), "--output", str(out)])
+
+
+# A stand-in for fairseq-train resumed: it prints the given log lines as fairseq would (a
+# pause after each checkpoint saved, which it also writes as checkpoint_last.pt, longer than
+# the guard's 1 s between looks at a stop) and leaves a mark that it ran.
+FAKE_TRAIN = """
+import sys, time
+from pathlib import Path
+lines, run = Path(sys.argv[1]).read_text().splitlines(), Path(sys.argv[2])
+(run / "ran").write_text("")
+for line in lines:
+    print(line, flush=True)
+    if "Saved checkpoint" in line:
+        (run / "checkpoint_last.pt").write_text(line)
+        time.sleep(1.5)
+"""
+RULE = ["--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric", "--patience", "2"]
+
+
+def fake_training(tmp_path, before, then, rule=RULE):
+    """A train stage whose log holds the training ``before`` and whose command, with the
+    fairseq flags ``rule``, replays ``then``."""
+    from mixer_plugin.experiments.stages import Stage
+
+    (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
+    (tmp_path / "then.log").write_text("\n".join(log_lines([then])[1:]) + "\n")
+    write_log(tmp_path / "train.log", [before])
+    torch.save({"model": {}, "optimizer_history": [{"num_updates": before[-1][0]}]}, tmp_path / "checkpoint_last.pt")
+    argv = [sys.executable, str(tmp_path / "fake_train.py"), str(tmp_path / "then.log"), str(tmp_path), *rule]
+    return Stage("train", [argv], tmp_path / "train.log", [tmp_path / "checkpoint_last.pt"])
+
+
+def valid_updates(log):
+    return [int(p["num_updates"]) for p in parse_train_log(log)["valid"]]
+
+
+def test_the_runner_ends_a_resumed_training_where_its_rule_stops_the_unbroken_one(tmp_path, monkeypatch):
+    """fairseq counts --patience from zero after a resume and would train on to 2,000; the
+    runner ends it once the checkpoint of 1,000, where the whole log's rule stops, is saved."""
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    stage = fake_training(tmp_path, KILLED, RESUMED)
+    said = []
+    stages.execute(stage, threads=1, say=said.append)
+    assert valid_updates(stage.log) == [250, 500, 750, 1000]
+    assert any("stopped at update 1000" in s for s in said), said
+
+
+def test_a_training_its_rule_had_ended_is_not_resumed(tmp_path, monkeypatch):
+    """Killed after fairseq's stop and before the runner's stamp: started again, the runner
+    does not resume it (fairseq would count from zero and train on)."""
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    stage = fake_training(tmp_path, KILLED + RESUMED[:1], RESUMED[1:])
+    said = []
+    stages.execute(stage, threads=1, say=said.append)
+    assert not (tmp_path / "ran").exists()
+    assert valid_updates(stage.log) == [250, 500, 750, 1000]
+    assert any("stopped at update 1000" in s for s in said), said
+
+
+def test_a_training_without_a_stopping_rule_runs_to_its_end(tmp_path, monkeypatch):
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    stage = fake_training(tmp_path, KILLED, RESUMED[:2], rule=RULE[:-2])  # no --patience
+    stages.execute(stage, threads=1, say=lambda s: None)
+    assert valid_updates(stage.log)[-1] == 1250

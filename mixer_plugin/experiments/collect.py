@@ -20,8 +20,8 @@ from .. import scoring
 from ..data.prep import atomic_path, data_root
 from ..paths import PROJECT, shown
 from .spec import Experiment, Model
-from .stages import flag_value, portable_in, prep_manifest, run_dir, shell
-from .trainlog import hours_to, parse_train_log, stopping_point
+from .stages import flag_value, portable_in, prep_manifest, run_dir, shell, stopping_rule
+from .trainlog import Selection, hours_to, parse_train_log, stopping_point
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
 PRIMARY = {
@@ -198,25 +198,12 @@ class Peak:
     stopped: Optional[int]  # the update where the stopping rule ended the training, None: it did not
 
 
-@dataclass(frozen=True)
-class Selection:
-    """How a training chooses its checkpoints: fairseq's ``--best-checkpoint-metric``, whether
-    larger is better, and its ``--patience`` (0: none)."""
-
-    metric: str
-    maximize: bool
-    patience: int
-
-
 def selection(exp: Experiment, m: Model) -> Optional[Selection]:
     """How a model's training chooses its checkpoints when it does so on a validation metric
     other than the loss (``--best-checkpoint-metric`` with ``--maximize-best-checkpoint-metric``,
     e.g. ``bleu`` from ``--eval-bleu``), else None.  A decode reads the training it decodes."""
-    flags = train_flags(exp, m)
-    metric = flag_value(flags, "--best-checkpoint-metric")
-    if metric is None or metric == "loss":
-        return None
-    return Selection(metric, "--maximize-best-checkpoint-metric" in flags, int(flag_value(flags, "--patience") or 0))
+    chosen = stopping_rule(train_flags(exp, m))
+    return None if chosen.metric == "loss" else chosen
 
 
 def train_flags(exp: Experiment, m: Model) -> List[str]:

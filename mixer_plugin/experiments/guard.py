@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a stage's process group
 POLL = 1.0  # seconds between the guard's checks that its parent still lives
@@ -64,10 +64,37 @@ def wait(proc: subprocess.Popen) -> int:
         _live.pop(proc.pid, None)
 
 
-def run(argv: Sequence[str], *, hold: Sequence[int] = (), **popen) -> int:
+def run(
+    argv: Sequence[str],
+    *,
+    hold: Sequence[int] = (),
+    until: Optional[Callable[[], bool]] = None,
+    every: float = 30.0,
+    **popen,
+) -> int:
     """``start`` and wait: the command's exit status (128 + N for a command killed by
-    signal N, as a shell says it)."""
-    return wait(start(argv, hold=hold, **popen))
+    signal N, as a shell says it).  ``until``: asked every ``every`` seconds while the
+    command runs; once it says True the guard ends the command's group, as ``stop_all``
+    does, and ``run`` returns 0, since the caller's own rule ended it."""
+    proc = start(argv, hold=hold, **popen)
+    if until is None:
+        return wait(proc)
+    while True:
+        try:
+            return wait_for(proc, every)
+        except subprocess.TimeoutExpired:
+            pass
+        if until():
+            proc.terminate()  # SIGTERM to the guard: it ends the group (end_group)
+            wait(proc)
+            return 0
+
+
+def wait_for(proc: subprocess.Popen, seconds: float) -> int:
+    """``wait`` for at most ``seconds`` (subprocess.TimeoutExpired after them)."""
+    code = proc.wait(seconds)
+    _live.pop(proc.pid, None)
+    return exit_status(code)
 
 
 def stop_all(timeout: float = GRACE + 5.0) -> List[int]:

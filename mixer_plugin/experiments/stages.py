@@ -39,6 +39,7 @@ from ..paths import PLUGIN, PYTHON, WORK, shown
 from . import guard
 from .checkpoints import resume_point
 from .spec import Experiment, Model
+from .trainlog import Selection, saved_stop
 
 
 class StageError(RuntimeError):
@@ -103,6 +104,17 @@ def flag_value(argv: List[str], flag: str) -> Optional[str]:
         elif a is not None and a.startswith(flag + "="):
             value = a[len(flag) + 1 :]
     return value
+
+
+def stopping_rule(argv: List[str]) -> Selection:
+    """The checkpoint choice and early stop a fairseq-train command asks for: its
+    ``--best-checkpoint-metric`` (fairseq's default: the loss), whether larger is better, and its
+    ``--patience`` (fairseq's default -1: none)."""
+    return Selection(
+        flag_value(argv, "--best-checkpoint-metric") or "loss",
+        "--maximize-best-checkpoint-metric" in argv,
+        int(flag_value(argv, "--patience") or -1),
+    )
 
 
 def portable(argv: List[str], checkout: str, work: str) -> List[str]:
@@ -436,6 +448,9 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
 
 
 # -------------------------------------------------------------------- running
+STOP_POLL = 30.0  # seconds between a training's log reads for its stopping rule (stop_rule_watch)
+
+
 @functools.lru_cache(maxsize=None)
 def machine() -> Dict[str, object]:
     """What a stage ran on, for its stamp: the CPU model, the cores, torch's version and the
@@ -483,10 +498,20 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
     mode = "a" if stage.name == "train" else "w"  # a resumed training appends to its log
     with open(stage.log, mode, encoding="utf-8") as log:
         for argv in stage.commands:
+            until = stop_rule_watch(stage, [str(a) for a in argv], say) if stage.name == "train" else None
+            if until is not None and until():
+                continue  # the rule had ended this training before the runner was stopped
             log.write(f"$ {shell(argv)}\n")
             log.flush()
             code = guard.run(
-                [str(a) for a in argv], hold=hold, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=stage.cwd
+                [str(a) for a in argv],
+                hold=hold,
+                until=until,
+                every=STOP_POLL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=stage.cwd,
             )
             if code != 0:
                 # what the command said last names the cause; its command line heads the log
@@ -509,6 +534,28 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
             },
         )
     return seconds
+
+
+def stop_rule_watch(stage: Stage, argv: List[str], say: Callable[[str], None]) -> Optional[Callable[[], bool]]:
+    """For a training with an early-stopping rule (``--patience``), else None: whether it has
+    reached the rule's stop, read from its whole log (``trainlog.saved_stop``), saying so once.
+    fairseq restarts its ``--patience`` count on a resume and trains on past the point where the
+    unbroken training stopped, up to the rule's whole stretch again, and its
+    ``--keep-interval-updates`` may then delete the checkpoints that end at the best: the runner
+    ends it there instead."""
+    chosen = stopping_rule(argv)
+    if chosen.patience <= 0:
+        return None
+    told = []
+
+    def reached() -> bool:
+        stop = saved_stop(stage.log, chosen)
+        if stop is not None and not told:
+            told.append(stop)
+            say(f"{shown(stage.log)}: stopped at update {stop}, where its stopping rule ends it over the whole log")
+        return stop is not None
+
+    return reached
 
 
 def last_line(log: Path) -> str:

@@ -10,14 +10,28 @@ in its last stretch trains on past the point where an unbroken one stops, and ma
 validation as its best.  And it logs its wall clock as 0 after a resume.  Applied to the whole
 log, fairseq's rule gives the peak of the unbroken training, and the intervals' own stopwatch
 its hours; the converged protocol's table (``collect.peak``) and its averaging
-(``mixer-average --upto-best --log``) both read them here.
+(``mixer-average --upto-best --log``) both read them here, and the runner ends a resumed
+training where the unbroken one would have stopped (``saved_stop``).
 """
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 _KV = re.compile(r"(\w+)=([-\d.e+]+)")
+# fairseq's checkpoint_utils logs this once a checkpoint and its copies (checkpoint_last.pt) are written
+_SAVED = re.compile(r"Saved checkpoint \S+ \(epoch \d+ @ (\d+) updates")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How a training chooses its checkpoints: fairseq's ``--best-checkpoint-metric``, whether
+    larger is better, and its ``--patience`` (0 or less: none)."""
+
+    metric: str
+    maximize: bool
+    patience: int
 
 
 def parse_train_log(path: Path) -> dict:
@@ -81,3 +95,25 @@ def hours_to(train: Sequence[dict], update: int) -> Optional[float]:
     in it.  None when the log has no ``train_wall``."""
     walls = [p["train_wall"] for p in train if "train_wall" in p and p["num_updates"] <= update]
     return sum(walls) / 3600 if walls else None
+
+
+def saved_stop(path: Path, chosen: Selection) -> Optional[int]:
+    """The update where ``chosen``'s stopping rule, applied to the whole log at ``path``, ends
+    the training, once fairseq has logged saving that update's checkpoint after validating it;
+    else None (no rule, not reached yet, or its checkpoint not yet written).  A resumed training
+    counts its patience from zero (module docstring), so it trains on past this point: the
+    runner ends it here, as the unbroken training ended itself."""
+    if chosen.patience <= 0 or not path.is_file():
+        return None
+    _, stop = stopping_point(parse_train_log(path)["valid"], chosen.metric, chosen.maximize, chosen.patience)
+    if stop is None:
+        return None
+    # the save must follow the last validation of that update: a training resumed from an
+    # older checkpoint validates it again, and only the later save holds what the log says
+    validated = saved = -1
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines()):
+        if "| valid on" in line and re.search(rf"\| num_updates {stop}(?: |$)", line):
+            validated = i
+        elif (m := _SAVED.search(line)) and int(m.group(1)) == stop:
+            saved = i
+    return stop if saved > validated >= 0 else None
