@@ -4,7 +4,7 @@ a line of numbers.  How a verdict is shown in a results table is tested with the
 
 import pytest
 
-from mixer_plugin.experiments.claims import EQUAL_MARGIN, claim_metric, judge, verdict
+from mixer_plugin.experiments.claims import EQUAL_MARGIN, claim_metric, judge, seeds_margin, verdict, wants_more_seeds
 
 VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
     (">", 1.5, 0.01, None, "confirmed"),
@@ -61,3 +61,19 @@ def test_bad_input_is_an_error():
         verdict("=", 1.0, 0.01)
     with pytest.raises(ValueError, match="a score of each row"):
         judge(">", [], [26.0], 0.01)
+
+
+@pytest.mark.parametrize(
+    "gap, spreads, floor, more",
+    [
+        (-0.60, [0.31], 0.41, True),  # within twice the spread (0.62), beyond the floor
+        (-0.63, [0.31], 0.41, False),
+        (0.40, [0.10], 0.41, True),  # twice the spread (0.20) is under the floor: the floor rules
+        (0.45, [0.10, 0.15], 0.41, False),  # the larger spread of the two rows: 0.30
+        (0.25, [0.10, 0.15], 0.0, True),
+        (-0.41, [], 0.41, True),  # no row with seeds yet: the floor alone
+    ],
+)
+def test_the_seeds_rule_gives_more_seeds_within_twice_the_spread_or_the_floor(gap, spreads, floor, more):
+    assert wants_more_seeds(gap, spreads, floor) is more
+    assert seeds_margin(spreads, floor) == pytest.approx(max([2 * s for s in spreads] + [floor]))

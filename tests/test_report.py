@@ -425,3 +425,37 @@ def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked()
     # a seed its stopping rule ended at the cap's update did not hit the cap
     assert peak_cells(r, Selection("bleu", True, patience=1), cap=1000)[0] == "750 / 1,000 (cap)"
     assert peak_cells(r, None, cap=1000) == ["–"] * 3
+
+
+def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks():
+    """The converged protocol's seeds: a row's first seed at its valid peak against the mean of
+    the baseline's three (25.80, 26.00, 26.40: spread 0.31, margin 0.61 over the 0.41 floor):
+    within it seeds 2 and 3, beyond it one; until the baseline has two seeds the table waits."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments.collect import ModelResult, Selection
+    from mixer_plugin.experiments.report import seeds_rule_table
+
+    def result(name, bleus, seeds, decode_of=None):
+        logs = [
+            {"params": 1, "train": [], "valid": [{"num_updates": 250, "bleu": b}], "last_update": 250} for b in bleus
+        ]
+        model = SimpleNamespace(name=name, seeds=seeds, decode_of=decode_of, score=SimpleNamespace(noise_floor=0.41))
+        runs = [Path(f"seed{s}") for s in seeds[: len(bleus)]]
+        return ModelResult(model, runs, logs, [{}] * len(bleus), [None] * len(bleus))
+
+    base = result("transformer", [26.0, 25.8, 26.4], [1, 2, 3])
+    near, far = result("near", [25.5], [1]), result("far", [24.0], [1])
+    decoded = result("decoded", [20.0], [1], decode_of="transformer")
+    bleu = Selection("bleu", True, patience=8)
+    lines = seeds_rule_table([base, near, far, decoded], base, bleu)
+    rows = {line.split(" | ")[0].strip("| `"): line for line in lines if line.startswith("| `")}
+    assert set(rows) == {"near", "far"}  # a decode trains nothing: no seeds of its own
+    assert "| 25.50 | -0.57 | 0.61 | 3: within the margin |" in rows["near"]
+    assert "| 24.00 | -2.07 | 0.61 | 1: beyond the margin |" in rows["far"]
+    one = result("transformer", [26.0], [1, 2, 3])
+    assert any(
+        "waits for `transformer`'s seeds (1 of 3 finished)" in line for line in seeds_rule_table([one, near], one, bleu)
+    )
+    # a baseline of one seed by design (a recipe's screen): no seeds rule
+    assert seeds_rule_table([result("t", [26.0], [1]), near], result("t", [26.0], [1]), bleu) == []

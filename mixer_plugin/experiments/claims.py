@@ -23,6 +23,9 @@ their first seeds (each row's first listed seed: the test chosen before the resu
 Two amendments, both made before the rows they could change had results: a one-seed row is
 compared with the other row's mean and judged against that row's seed spread
 (2026-11-23), and the rerun floor (2026-11-24).  docs/leaderboard.md tells both.
+
+The converged protocol's rule for which rows get more seeds (:func:`wants_more_seeds`) lives
+here too: it is read on the validation set, before any claim is judged on test.
 """
 
 import statistics
@@ -82,3 +85,17 @@ def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: floa
     return Judgement(
         verdict(relation, delta, p, least), delta, p, max(spreads) if spreads else None, floor, (len(mine), len(theirs))
     )
+
+
+def seeds_margin(spreads: Sequence[float], floor: float = 0.0) -> float:
+    """The gap within which a one-seed row gets seeds 2 and 3: the larger of twice the larger
+    seed standard deviation (``spreads``: of the rows with several seeds) and the rerun floor."""
+    return max([2 * s for s in spreads] + [floor])
+
+
+def wants_more_seeds(gap: float, spreads: Sequence[float], floor: float = 0.0) -> bool:
+    """The converged protocol's seeds rule (docs/leaderboard.md, "Seeds"; fixed before its runs):
+    a row's first seed whose gap to the baseline's mean (valid BLEU at the peak) is within
+    :func:`seeds_margin` could be the baseline's equal or its better by one seed's luck, so
+    it gets seeds 2 and 3; a row beyond it keeps one seed, said plainly."""
+    return abs(gap) <= seeds_margin(spreads, floor)

@@ -389,6 +389,8 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
     for name in baselines:
         md += seed_pairs_table([r for r in results if r.model.score.baseline == name], by_name[name])
         md += own_seeds_table(by_name[name])
+        if chooser:
+            md += seeds_rule_table([r for r in results if r.model.score.baseline == name], by_name[name], chooser)
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = (
@@ -445,6 +447,55 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)",
     ]
     return "\n".join(md) + "\n"
+
+
+def seeds_rule_table(results: List[ModelResult], base_r: Optional[ModelResult], chosen: Selection) -> List[str]:
+    """Which rows the seeds rule (``claims.wants_more_seeds``) gives seeds 2 and 3, read on the
+    validation set: each trained row's first seed at its peak against the mean of the
+    baseline's seeds there.  Until the baseline has several seeds the rule has no spread to
+    read, and the table says it waits.  Not for an experiment whose baseline lists one seed
+    (a recipe's screen): the rule is the seeds of a table of claims."""
+    if base_r is None or len(base_r.model.seeds) < 2:
+        return []
+    name = chosen.metric
+    base_peaks = [p.value for p in (peak(log, chosen) for log in base_r.logs) if p is not None]
+    rows = [r for r in results if r is not base_r and not r.model.decode_of and first_run(r) is not None]
+    if not rows:
+        return []
+    head = [f"### Seeds by the rule, on valid {PRIMARY.get(name, name)} at the peak", ""]
+    if len(base_peaks) < 2:
+        return head + [
+            f"The rule waits for `{base_r.model.name}`'s seeds ({len(base_peaks)} of {len(base_r.model.seeds)} "
+            "finished): its spread sets the margin.",
+            "",
+        ]
+    floor = base_r.model.score.noise_floor or 0.0
+    mean = statistics.mean(base_peaks)
+    out = head + [
+        f"| row | first seed | gap to `{base_r.model.name}` ({mean:.2f}, {len(base_peaks)} seeds) | margin | "
+        "seeds by the rule | seeds listed |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        peaks = [p.value for p in (peak(log, chosen) for log in r.logs) if p is not None]
+        first = peak(r.logs[first_run(r)], chosen)
+        if first is None:
+            continue
+        spreads = [statistics.stdev(v) for v in (base_peaks, peaks) if len(v) > 1]
+        gap = first.value - mean
+        more = claims.wants_more_seeds(gap, spreads, floor)
+        out.append(
+            f"| `{r.model.name}` | {first.value:.2f} | {gap:+.2f} | {claims.seeds_margin(spreads, floor):.2f} | "
+            + ("3: within the margin" if more else "1: beyond the margin")
+            + f" | {', '.join(map(str, r.model.seeds))} |"
+        )
+    return out + [
+        "",
+        "Margin: the larger of twice the larger seed standard deviation and the rerun floor "
+        f"({floor:g}); a first seed within it could be the baseline's equal by one seed's luck "
+        "(`mixer_plugin/experiments/claims.py`, docs/leaderboard.md, \"Seeds\").",
+        "",
+    ]
 
 
 def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) -> List[str]:
