@@ -50,8 +50,9 @@ def mean_sd(values: List[float], digits: int = 2) -> str:
 
 
 def score_table(name: str, metrics: Dict[str, str]) -> str:
-    """Every row of ``experiments/<name>.yaml`` with a finished run: its seeds and scores
-    (``metrics``: record key -> column), and its results file for everything else."""
+    """Every trained row of ``experiments/<name>.yaml`` with a finished run: its seeds and
+    scores (``metrics``: record key -> column), and its results file for everything else,
+    the rows that decode another row's training otherwise (a paper's decoding switches) too."""
     exp = load(CHECKOUT / "experiments" / f"{name}.yaml")
     lines = [
         "| row | seeds | " + " | ".join(metrics.values()) + " | valid loss |",
@@ -59,6 +60,8 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
     ]
     for model, recs in records(exp).items():
         m = exp.models[model]
+        if m.decode_of:
+            continue
         what = f"`{model}`" + (f": {m.note}" if m.note else "")
         cells = [mean_sd([r["scores"][k] for r in recs]) for k in metrics]
         valid = mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3)
