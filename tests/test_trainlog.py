@@ -202,3 +202,13 @@ def test_a_training_without_a_stopping_rule_runs_to_its_end(tmp_path, monkeypatc
     stage = fake_training(tmp_path, KILLED, RESUMED[:2], rule=RULE[:-2])  # no --patience
     stages.execute(stage, threads=1, say=lambda s: None)
     assert valid_updates(stage.log)[-1] == 1250
+
+
+def test_a_patience_that_is_no_number_is_left_to_fairseqs_one_line_error():
+    """The runner reads --patience before it starts fairseq-train: a value that is no integer
+    means no rule of ours, and fairseq's argparse then stops the training in one line naming
+    the flag (a ValueError traceback here would come first)."""
+    from mixer_plugin.experiments.stages import stopping_rule
+
+    assert stopping_rule(["--patience", "eight", "--best-checkpoint-metric", "bleu"]).patience == -1
+    assert stopping_rule(["--patience=8"]).patience == 8

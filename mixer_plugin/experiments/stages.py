@@ -109,11 +109,13 @@ def flag_value(argv: List[str], flag: str) -> Optional[str]:
 def stopping_rule(argv: List[str]) -> Selection:
     """The checkpoint choice and early stop a fairseq-train command asks for: its
     ``--best-checkpoint-metric`` (fairseq's default: the loss), whether larger is better, and its
-    ``--patience`` (fairseq's default -1: none)."""
+    ``--patience`` (fairseq's default -1: none).  A ``--patience`` that is no integer is no
+    rule: fairseq's argparse rejects it in one line naming the flag when the training starts."""
+    patience = flag_value(argv, "--patience") or "-1"
     return Selection(
         flag_value(argv, "--best-checkpoint-metric") or "loss",
         "--maximize-best-checkpoint-metric" in argv,
-        int(flag_value(argv, "--patience") or -1),
+        int(patience) if re.fullmatch(r"[-+]?\d+", patience) else -1,
     )
 
 
