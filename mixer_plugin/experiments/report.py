@@ -477,10 +477,11 @@ def seeds_rule_table(results: List[ModelResult], base_r: Optional[ModelResult], 
         "|---|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        peaks = [p.value for p in (peak(log, chosen) for log in r.logs) if p is not None]
-        first = peak(r.logs[first_run(r)], chosen)
+        each = [peak(log, chosen) for log in r.logs]
+        first = each[first_run(r)]
         if first is None:
             continue
+        peaks = [p.value for p in each if p is not None]
         spreads = [statistics.stdev(v) for v in (base_peaks, peaks) if len(v) > 1]
         gap = first.value - mean
         more = claims.wants_more_seeds(gap, spreads, floor)

@@ -500,13 +500,14 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
     mode = "a" if stage.name == "train" else "w"  # a resumed training appends to its log
     with open(stage.log, mode, encoding="utf-8") as log:
         for argv in stage.commands:
-            until = stop_rule_watch(stage, [str(a) for a in argv], say) if stage.name == "train" else None
+            args = [str(a) for a in argv]
+            until = stop_rule_watch(stage, args, say) if stage.name == "train" else None
             if until is not None and until():
                 continue  # the rule had ended this training before the runner was stopped
             log.write(f"$ {shell(argv)}\n")
             log.flush()
             code = guard.run(
-                [str(a) for a in argv],
+                args,
                 hold=hold,
                 until=until,
                 every=STOP_POLL,
