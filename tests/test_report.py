@@ -407,9 +407,7 @@ def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked()
     """The converged protocol's columns: the last validation with the best BLEU (fairseq's
     checkpoint_best.pt takes a tie), its score and the hours to it; a seed that trained to
     --max-update without its stopping rule ending it is marked (cap)."""
-    from types import SimpleNamespace
-
-    from mixer_plugin.experiments.collect import ModelResult, Selection
+    from mixer_plugin.experiments.collect import Selection
     from mixer_plugin.experiments.report import peak_cells
 
     def log(bleus, last):
@@ -417,8 +415,7 @@ def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked()
         train = [{"num_updates": u, "train_wall": 180.0} for u in range(50, last + 1, 50)]
         return {"params": 1, "train": train, "valid": valid, "last_update": last}
 
-    logs = [log([10.0, 12.5, 12.5, 11.0], 1000), log([9.0, 10.0, 11.0, 12.0], 1000)]
-    r = ModelResult(SimpleNamespace(name="m"), [Path("seed1"), Path("seed2")], logs, [{}, {}], [None, None])
+    r = [log([10.0, 12.5, 12.5, 11.0], 1000), log([9.0, 10.0, 11.0, 12.0], 1000)]
     bleu = Selection("bleu", True, patience=8)
     assert peak_cells(r, bleu, cap=2000) == ["750 / 1,000", "12.50 / 12.00", "0.8 / 1.0"]
     assert peak_cells(r, bleu, cap=1000)[0] == "750 (cap) / 1,000 (cap)"
@@ -459,3 +456,49 @@ def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks()
     )
     # a baseline of one seed by design (a recipe's screen): no seeds rule
     assert seeds_rule_table([result("t", [26.0], [1]), near], result("t", [26.0], [1]), bleu) == []
+
+
+def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked(tmp_path, monkeypatch):
+    """README's table of an experiment trained until validation stops improving (the converged
+    leaderboard): each seed's peak update, the valid BLEU there (mean ± std), test scores from
+    the same committed records; a row that trained to the cap is marked. An experiment with a
+    fixed budget keeps its last valid loss."""
+    from mixer_plugin.experiments import readme
+
+    def record(bleus, test, last):
+        valid = [{"num_updates": 250 * (i + 1), "loss": 5.0 - i / 10, "bleu": b} for i, b in enumerate(bleus)]
+        return {"valid": valid, "train": [], "last_update": last, "scores": {"bleu": test, "chrf": 50.0}}
+
+    runs = {
+        ("transformer", 1): record([10.0, 12.0, 11.0, 11.5], 25.0, 1000),
+        ("transformer", 2): record([12.4, 12.0, 12.1], 25.4, 750),  # stopped by its rule
+        ("mixer", 1): record([9.0, 10.0, 11.0, 12.0], 24.0, 1000),  # still improving at the cap
+    }
+    for (model, seed), rec in runs.items():
+        (tmp_path / "results" / "conv" / "runs" / model / f"seed{seed}").mkdir(parents=True)
+        (tmp_path / "results" / "conv" / "runs" / model / f"seed{seed}" / "run.json").write_text(json.dumps(rec))
+    (tmp_path / "experiments").mkdir()
+    flags = "--max-update 1000 --eval-bleu --best-checkpoint-metric bleu --maximize-best-checkpoint-metric --patience 2"
+    for name, train in (("conv", flags), ("fixed", "--max-update 1000")):
+        (tmp_path / "experiments" / f"{name}.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": name,
+                    "data": "debian_en_de",
+                    "results": str(tmp_path / "results" / "conv.md"),
+                    "train": train,
+                    "models": {
+                        "transformer": {"arch": "mixer_small_attn", "seeds": [1, 2]},
+                        "mixer": {"arch": "mixer_small_attn", "note": "a mixer"},
+                    },
+                },
+                sort_keys=False,
+            )
+        )
+    monkeypatch.setattr(readme, "CHECKOUT", tmp_path)
+    table = readme.score_table("conv", {"bleu": "BLEU", "chrf": "chrF"}).splitlines()
+    assert table[0] == "| row | seeds | peak update | valid BLEU at peak | BLEU | chrF |"
+    assert table[2] == "| `transformer` | 2 | 500 / 250 | 12.20 ± 0.28 | 25.20 ± 0.28 | 50.00 ± 0.00 |"
+    assert table[3] == "| `mixer`: a mixer | 1 | 1,000 (cap) | 12.00 | 24.00 | 50.00 |"
+    fixed = readme.score_table("fixed", {"bleu": "BLEU"}).splitlines()
+    assert fixed[0] == "| row | seeds | BLEU | valid loss |" and fixed[3] == "| `mixer`: a mixer | 1 | 24.00 | 4.700 |"

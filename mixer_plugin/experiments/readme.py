@@ -20,7 +20,8 @@ from typing import Callable, Dict, List, Optional
 
 from ..paths import CHECKOUT
 from .archive import committed_runs
-from .collect import RECORD
+from .collect import PRIMARY, RECORD, peak, selection
+from .report import cap, peak_cells
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
@@ -52,20 +53,31 @@ def mean_sd(values: List[float], digits: int = 2) -> str:
 def score_table(name: str, metrics: Dict[str, str]) -> str:
     """Every trained row of ``experiments/<name>.yaml`` with a finished run: its seeds and
     scores (``metrics``: record key -> column), and its results file for everything else,
-    the rows that decode another row's training otherwise (a paper's decoding switches) too."""
+    the rows that decode another row's training otherwise (a paper's decoding switches) too.
+    An experiment that trains until validation stops improving shows where each seed peaked
+    and the validation score there (the results file's columns, read from the same records),
+    so a reader sees that every row converged; otherwise the last validation loss."""
     exp = load(CHECKOUT / "experiments" / f"{name}.yaml")
-    lines = [
-        "| row | seeds | " + " | ".join(metrics.values()) + " | valid loss |",
-        "|---|---:|" + "---:|" * len(metrics) + "---:|",
-    ]
+    chosen = {m.name: selection(exp, m) for m in exp.models.values()}
+    until_best = next((c for c in chosen.values() if c), None)
+    head = ["row", "seeds"]
+    if until_best:
+        head += ["peak update", f"valid {PRIMARY.get(until_best.metric, until_best.metric)} at peak"]
+    head += list(metrics.values()) + ([] if until_best else ["valid loss"])
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for model, recs in records(exp).items():
         m = exp.models[model]
         if m.decode_of:
             continue
-        what = f"`{model}`" + (f": {m.note}" if m.note else "")
-        cells = [mean_sd([r["scores"][k] for r in recs]) for k in metrics]
-        valid = mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3)
-        lines.append(f"| {what} | {len(recs)} | " + " | ".join(cells) + f" | {valid} |")
+        cells = [f"`{model}`" + (f": {m.note}" if m.note else ""), str(len(recs))]
+        if until_best:
+            peaks = [p for p in (peak(r, chosen[model]) for r in recs) if p is not None] if chosen[model] else []
+            update = peak_cells(recs, chosen[model], cap(exp, m))[0]
+            cells += [update, mean_sd([p.value for p in peaks]) if peaks else "–"]
+        cells += [mean_sd([r["scores"][k] for r in recs]) for k in metrics]
+        if not until_best:
+            cells.append(mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -84,16 +84,17 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
     return "; ".join(cells)
 
 
-def peak_cells(r: ModelResult, chosen: Optional[Selection], cap: Optional[int]) -> List[str]:
+def peak_cells(logs: List[dict], chosen: Optional[Selection], cap: Optional[int]) -> List[str]:
     """Peak update, the validation metric there and the hours of training to it, each seed's
-    (``a / b / c``).  A run that trained to the cap (``--max-update``) did not stop by its own
-    rule, so its peak is marked: it may not have converged."""
-    peaks = [peak(log, chosen) for log in r.logs] if chosen else []
+    (``a / b / c``), from the seeds' training logs (or their run records, which hold the same
+    points).  A run that trained to the cap (``--max-update``) did not stop by its own rule,
+    so its peak is marked: it may not have converged."""
+    peaks = [peak(log, chosen) for log in logs] if chosen else []
     if not any(peaks):
         return ["–"] * 3
     capped = [
         cap is not None and p is not None and p.stopped is None and log["last_update"] >= cap
-        for p, log in zip(peaks, r.logs)
+        for p, log in zip(peaks, logs)
     ]
 
     def each(cell: Callable[[Any], str]) -> str:
@@ -361,7 +362,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
             str(r.log["last_update"]) if r.runs else "–",
             str(len(r.runs)),
             f"{valid[-1]['loss']:.3f}" if valid else "–",
-            *(peak_cells(r, selected[r.model.name], cap(exp, r.model)) if chooser else []),
+            *(peak_cells(r.logs, selected[r.model.name], cap(exp, r.model)) if chooser else []),
             *[fmt_score(r, k) for k in ks],
         ]
         if summary:
