@@ -502,3 +502,27 @@ def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked
     assert table[3] == "| `mixer`: a mixer | 1 | 1,000 (cap) | 12.00 | 24.00 | 50.00 |"
     fixed = readme.score_table("fixed", {"bleu": "BLEU"}).splitlines()
     assert fixed[0] == "| row | seeds | BLEU | valid loss |" and fixed[3] == "| `mixer`: a mixer | 1 | 24.00 | 4.700 |"
+
+
+def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_from(fake, tmp_path):
+    """The converged leaderboard runs the 3,750-update one's rows again (``from:``): each
+    report keeps its judged claims beside the results (claims.json), and a table whose rows
+    come from another file shows that file's verdict beside its own, and which moved."""
+    from mixer_plugin.experiments import report
+
+    early = {"A": {"arch": "mixer_small_attn"}, "B": {"arch": "mixer_small_attn", "claims": "> A"}}
+    spec = {"name": "early", "data": "debian_en_de", "results": str(tmp_path / "early.md"), "models": early}
+    (tmp_path / "early.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "early").mkdir()
+    before = {"metric": "bleu", "verdict": "inconclusive", "delta": 0.12, "p": 0.31, "seeds": [1, 1]}
+    (tmp_path / "early" / report.VERDICTS).write_text(json.dumps({"B": {"> A": before}}))
+    exp = fake({"A": {"from": "early.yaml"}, "B": {"from": "early.yaml"}}, {"A": 0.5, "B": 0.1})
+    assert [str(c) for c in exp.models["B"].claims] == ["> A"] and exp.models["B"].source == "early.yaml"
+    report.write(exp)
+    after = json.loads((tmp_path / "tiny" / report.VERDICTS).read_text())["B"]["> A"]
+    assert after["verdict"] == "confirmed" and after["delta"] == 40.0 and after["seeds"] == [1, 1], after
+    md = (tmp_path / "tiny.md").read_text()
+    assert "### The claims beside [early.md](early.md) (`early.yaml`, the rows' own file)" in md
+    line = next(x for x in md.splitlines() if x.startswith("| `B` | > A |"))
+    assert line.startswith("| `B` | > A | inconclusive (BLEU +0.12, p 0.310) | confirmed (BLEU +40.00, p 0.0")
+    assert line.endswith(" | **moved** |")

@@ -14,6 +14,7 @@ outputs in the folder of the same name, ``archive``), or, for an experiment with
 to ``work/<name>/results.md``.
 """
 
+import json
 import os
 import statistics
 import time
@@ -39,7 +40,7 @@ from .collect import (
     summarizes,
     train_flags,
 )
-from .spec import Experiment, Model, paper_figures
+from .spec import Claim, Experiment, Model, load, paper_figures
 from .stages import flag_value, prep_manifest, prepare_stage, run_stages, shell
 
 
@@ -57,24 +58,26 @@ def fmt_score(r: ModelResult, key: str) -> str:
     return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
 
 
+def judgement(r: ModelResult, claim: Claim, by_name: Dict[str, ModelResult]) -> Optional[claims.Judgement]:
+    """A row's claim judged (``claims.judge``) on its first seeds' bootstrap and every seed's
+    score, or None while either row has no finished run."""
+    key = claim_metric(r.model)
+    boot = r.extra.get("claims", {}).get(claim)
+    if boot is None or key not in boot:
+        return None
+    mine, theirs = seed_stats(r, key)[2], seed_stats(by_name[claim.other], key)[2]
+    return claims.judge(claim.relation, mine, theirs, boot[key]["p_value"], r.model.score.noise_floor)
+
+
 def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
-    """Each claim of a row: its verdict (``claims.judge``), the gap and the p-value, or
-    what it waits for."""
+    """Each claim of a row: its verdict, the gap and the p-value, or what it waits for."""
     key = claim_metric(r.model)
     cells = []
     for claim in r.model.claims:
-        other = by_name[claim.other]
-        boot = r.extra.get("claims", {}).get(claim)
-        if boot is None or key not in boot:
+        j = judgement(r, claim, by_name)
+        if j is None:
             cells.append(f"{claim}: waiting for runs")
             continue
-        j = claims.judge(
-            claim.relation,
-            seed_stats(r, key)[2],
-            seed_stats(other, key)[2],
-            boot[key]["p_value"],
-            r.model.score.noise_floor,
-        )
         cells.append(
             f"{claim}: **{j.verdict}** ({PRIMARY[key]} {j.delta:+.2f}"
             + (f" over {j.seeds[0]} and {j.seeds[1]} seeds, spread {j.spread:.2f}" if j.spread is not None else "")
@@ -82,6 +85,63 @@ def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
             + f", p {j.p:.3f})"
         )
     return "; ".join(cells)
+
+
+def verdicts(results: List[ModelResult]) -> Dict[str, Dict[str, dict]]:
+    """Every judged claim as a small record, row -> claim (as the table writes it) -> its
+    verdict, the gap between the means, p and the seeds of each side: what another table of
+    the same rows (``verdicts_beside``) reads, kept beside the results (``VERDICTS``)."""
+    by_name = {r.model.name: r for r in results}
+    out: Dict[str, Dict[str, dict]] = {}
+    for r in results:
+        for claim in r.model.claims:
+            j = judgement(r, claim, by_name)
+            if j is not None:
+                out.setdefault(r.model.name, {})[str(claim)] = {
+                    "metric": claim_metric(r.model),
+                    "verdict": j.verdict,
+                    "delta": round(j.delta, 4),
+                    "p": j.p,
+                    "seeds": list(j.seeds),
+                }
+    return out
+
+
+def verdicts_beside(exp: Experiment, mine: Dict[str, Dict[str, dict]], out: Path) -> List[str]:
+    """For the rows taken from another experiment file (``from:``), each claim's verdict
+    there beside its verdict here, and whether it moved: the converged leaderboard against
+    the 3,750-update one, whose rows it runs again.  Read from that file's ``VERDICTS``."""
+    md = []
+    for source in dict.fromkeys(m.source for m in exp.models.values() if m.source and m.claims):
+        other = load(exp.path.parent / source)
+        theirs_at = results_path(other)
+        theirs_file = theirs_at.with_suffix("") / VERDICTS
+        theirs = json.loads(theirs_file.read_text(encoding="utf-8")) if theirs_file.is_file() else {}
+        rows = []
+        for m in (m for m in exp.models.values() if m.source == source):
+            for claim in m.claims:
+                a, b = theirs.get(m.name, {}).get(str(claim)), mine.get(m.name, {}).get(str(claim))
+                if a is None and b is None:
+                    continue
+                moved = "–" if a is None or b is None else "**moved**" if a["verdict"] != b["verdict"] else "same"
+                rows.append(f"| `{m.name}` | {claim} | {verdict_cell(a)} | {verdict_cell(b)} | {moved} |")
+        if rows:
+            link = os.path.relpath(theirs_at, out.parent)
+            md += [
+                f"### The claims beside [{theirs_at.name}]({link}) (`{source}`, the rows' own file)",
+                "",
+                f"| row | the paper's claim | [{theirs_at.stem}]({link}) | this table | verdict |",
+                "|---|---|---|---|---|",
+                *rows,
+                "",
+            ]
+    return md
+
+
+def verdict_cell(v: Optional[dict]) -> str:
+    if v is None:
+        return "–"
+    return f"{v['verdict']} ({PRIMARY.get(v['metric'], v['metric'])} {v['delta']:+.2f}, p {v['p']:.3f})"
 
 
 def peak_cells(logs: List[dict], chosen: Optional[Selection], cap: Optional[int]) -> List[str]:
@@ -125,6 +185,7 @@ def claim_metric(m: Model) -> str:
 
 
 STAMP = "- rebuilt: "
+VERDICTS = "claims.json"  # beside the results file: each judged claim (``verdicts``)
 
 
 def unstamped(md: str) -> str:
@@ -141,6 +202,12 @@ def write(exp: Experiment) -> Optional[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     keep_run_outputs(exp, results)
     plots = make_plots(exp, results, folder)
+    judged = verdicts(results)
+    if judged or (folder / VERDICTS).is_file():
+        text = json.dumps(judged, indent=1, ensure_ascii=False) + "\n"
+        if not (folder / VERDICTS).is_file() or (folder / VERDICTS).read_text(encoding="utf-8") != text:
+            with atomic_path(folder / VERDICTS) as tmp:
+                tmp.write_text(text, encoding="utf-8")
     md = markdown(exp, results, out, plots)
     if out.is_file() and unstamped(out.read_text(encoding="utf-8")) == unstamped(md):
         # nothing but the time changed: the stamp stays that of the last change (and --commit commits nothing)
@@ -392,6 +459,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         md += own_seeds_table(by_name[name])
         if chooser:
             md += seeds_rule_table([r for r in results if r.model.score.baseline == name], by_name[name], chooser)
+    md += verdicts_beside(exp, verdicts(results), out)
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = (

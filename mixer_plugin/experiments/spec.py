@@ -109,6 +109,7 @@ class Model:
     paper_rows: List[str] = field(default_factory=list)  # ARCH, ARCH:TABLE or ARCH@DATASET (paper_figures)
     note: str = ""
     claims: List[Claim] = field(default_factory=list)
+    source: str = ""  # the experiment file its row comes from (``from:``); "" where it is defined here
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,7 @@ def load(path: Union[str, Path]) -> Experiment:
             paper_rows=_paper_rows(m.get("paper_rows", []), where(w + ".paper_rows")),
             note=str(m.get("note", "")),
             claims=_claims(m.get("claims", []), where(w + ".claims")),
+            source=str(m.get("from", "")),
         )
     for name, m in models.items():
         if m.decode_of is not None:
