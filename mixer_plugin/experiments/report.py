@@ -203,12 +203,12 @@ def write(exp: Experiment) -> Optional[Path]:
     keep_run_outputs(exp, results)
     plots = make_plots(exp, results, folder)
     judged = verdicts(results)
-    if judged or (folder / VERDICTS).is_file():
-        text = json.dumps(judged, indent=1, ensure_ascii=False) + "\n"
-        if not (folder / VERDICTS).is_file() or (folder / VERDICTS).read_text(encoding="utf-8") != text:
-            with atomic_path(folder / VERDICTS) as tmp:
-                tmp.write_text(text, encoding="utf-8")
-    md = markdown(exp, results, out, plots)
+    kept = folder / VERDICTS
+    text = json.dumps(judged, indent=1, ensure_ascii=False) + "\n"
+    if (judged or kept.is_file()) and not (kept.is_file() and kept.read_text(encoding="utf-8") == text):
+        with atomic_path(kept) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    md = markdown(exp, results, out, plots, judged)
     if out.is_file() and unstamped(out.read_text(encoding="utf-8")) == unstamped(md):
         # nothing but the time changed: the stamp stays that of the last change (and --commit commits nothing)
         return out
@@ -393,7 +393,10 @@ SPEED_COMMANDS = {
 }
 
 
-def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path]) -> str:
+def markdown(
+    exp: Experiment, results: List[ModelResult], out: Path, plots: List[Path], judged: Dict[str, Dict[str, dict]]
+) -> str:
+    """The results file; ``judged``: its claims' verdicts (``verdicts(results)``)."""
     first = results[0].model
     ks = keys(exp, first)
     baselines = list(dict.fromkeys(r.model.score.baseline for r in results if r.model.score.baseline))
@@ -459,7 +462,7 @@ def markdown(exp: Experiment, results: List[ModelResult], out: Path, plots: List
         md += own_seeds_table(by_name[name])
         if chooser:
             md += seeds_rule_table([r for r in results if r.model.score.baseline == name], by_name[name], chooser)
-    md += verdicts_beside(exp, verdicts(results), out)
+    md += verdicts_beside(exp, judged, out)
     md += by_source_table(results)
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = (
