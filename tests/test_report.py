@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import E2E_REPO, TRAIN_LOG_LINE, rows
 
@@ -502,6 +503,31 @@ def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked
     assert table[3] == "| `mixer`: a mixer | 1 | 1,000 (cap) | 12.00 | 24.00 | 50.00 |"
     fixed = readme.score_table("fixed", {"bleu": "BLEU"}).splitlines()
     assert fixed[0] == "| row | seeds | BLEU | valid loss |" and fixed[3] == "| `mixer`: a mixer | 1 | 24.00 | 4.700 |"
+
+
+def test_every_page_with_generated_blocks_is_checked_and_rewritten(tmp_path, monkeypatch, capsys):
+    """The README and the protocol page both carry generated tables: --check names each stale
+    page, a rewrite fixes every one, and a page with a block nobody generates stops them all
+    unwritten; a page that does not exist is named."""
+    from mixer_plugin.experiments import readme
+
+    monkeypatch.setattr(readme, "BLOCKS", {"a": lambda: "A\n", "b": lambda: "B\n"})
+    fresh, stale = tmp_path / "README.md", tmp_path / "protocol.md"
+    fresh.write_text("top\n<!-- generated: a -->\nA\n<!-- end generated -->\n")
+    stale.write_text("<!-- generated: b -->\nB, typed by hand\n<!-- end generated -->\nend\n")
+    assert readme.main(["--check", str(fresh), str(stale)]) == 1
+    assert "protocol.md" in capsys.readouterr().out
+    assert readme.main([str(fresh), str(stale)]) == 0
+    assert stale.read_text() == "<!-- generated: b -->\nB\n<!-- end generated -->\nend\n"
+    assert readme.main(["--check", str(fresh), str(stale)]) == 0
+    stale.write_text("<!-- generated: b -->\nB, typed by hand\n<!-- end generated -->\n")
+    unknown = tmp_path / "other.md"
+    unknown.write_text("<!-- generated: c -->\n<!-- end generated -->\n")
+    with pytest.raises(SystemExit, match="'c'"):
+        readme.main([str(stale), str(unknown)])
+    assert "typed by hand" in stale.read_text()
+    with pytest.raises(SystemExit, match="no such page: .*missing.md"):
+        readme.main([str(tmp_path / "missing.md")])
 
 
 def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_from(fake, tmp_path):

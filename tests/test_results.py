@@ -81,10 +81,11 @@ def test_the_readme_is_generated_from_the_records():
     record that changed without ``python -m mixer_plugin.experiments.readme``, fails here."""
     from mixer_plugin.experiments import readme
 
-    text = readme.README.read_text(encoding="utf-8")
-    blocks = readme.BLOCK.findall(text)
-    assert {name for _, name, _, _ in blocks} == set(readme.BLOCKS)
-    assert readme.render(text) == text, "README.md is stale: python -m mixer_plugin.experiments.readme"
+    pages = {page: page.read_text(encoding="utf-8") for page in readme.PAGES}
+    assert {name for text in pages.values() for _, name, _, _ in readme.BLOCK.findall(text)} == set(readme.BLOCKS)
+    for page, text in pages.items():
+        assert readme.render(text) == text, f"{page.name} is stale: python -m mixer_plugin.experiments.readme"
+    text = pages[readme.README]
     row = next(line for line in text.splitlines() if line.startswith("| `transformer` |"))
     tampered = text.replace(row, row.replace("25.81", "25.91"))
     assert tampered != text and readme.render(tampered) == text

@@ -1,10 +1,11 @@
-"""The README's numbers, generated from the committed run records (``results/<name>/runs/``,
-``collect.run_record``), so that a figure is typed nowhere by hand.  Each generated block of
-README.md sits between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``; the text
-around the blocks is written by hand and quotes no figure a block shows.
+"""The README's numbers, and the docs pages' that show a table, generated from the committed
+run records (``results/<name>/runs/``, ``collect.run_record``), so that a figure is typed
+nowhere by hand.  Each generated block of a page (``PAGES``) sits between
+``<!-- generated: NAME -->`` and ``<!-- end generated -->``; the text around the blocks is
+written by hand and quotes no figure a block shows.
 
-    python -m mixer_plugin.experiments.readme           # rewrite the blocks
-    python -m mixer_plugin.experiments.readme --check   # exit 1 when README.md is stale
+    python -m mixer_plugin.experiments.readme           # rewrite the blocks of every page
+    python -m mixer_plugin.experiments.readme --check   # exit 1 when a page is stale
 
 The p-values and the verdicts on the papers' claims need the bootstrap over the test set's
 references, so they stay in the results tables the blocks link to.
@@ -18,13 +19,17 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from ..paths import CHECKOUT
+from ..data.prep import atomic_path
+from ..paths import CHECKOUT, shown
 from .archive import committed_runs
 from .collect import PRIMARY, RECORD, peak, selection
 from .report import cap, peak_cells
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
+# the pages with generated blocks: the landing page, and the protocol page that keeps the table
+# of the leaderboard's first version beside the README's
+PAGES = (README, CHECKOUT / "docs" / "leaderboard.md")
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -99,7 +104,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
 def render(text: str) -> str:
     def block(m: re.Match) -> str:
         if m.group(2) not in BLOCKS:
-            raise SystemExit(f"readme: README.md has a block nobody generates: {m.group(2)!r}")
+            raise SystemExit(f"readme: a page has a block nobody generates: {m.group(2)!r}")
         return m.group(1) + BLOCKS[m.group(2)]() + m.group(4)
 
     return BLOCK.sub(block, text)
@@ -111,18 +116,30 @@ def main(argv: Optional[List[str]] = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--check", action="store_true", help="exit 1 when README.md differs from what it generates")
-    p.add_argument("--readme", type=Path, default=README)
+    p.add_argument("--check", action="store_true", help="exit 1 when a page differs from what it generates")
+    p.add_argument(
+        "pages",
+        nargs="*",
+        type=Path,
+        default=list(PAGES),
+        help="the pages (default: README.md and docs/leaderboard.md)",
+    )
     args = p.parse_args(argv)
-    text = args.readme.read_text(encoding="utf-8")
-    fresh = render(text)
+    for page in args.pages:
+        if not page.is_file():
+            raise SystemExit(f"readme: no such page: {shown(page)}")
+    # every page rendered before any is written: a block nobody generates stops them all unchanged
+    texts = {page: page.read_text(encoding="utf-8") for page in args.pages}
+    stale = {page: fresh for page, text in texts.items() if (fresh := render(text)) != text}
     if args.check:
-        if fresh != text:
-            print(f"readme: {args.readme.name} is stale: python -m mixer_plugin.experiments.readme rewrites it")
+        if stale:
+            names = ", ".join(shown(page) for page in stale)
+            print(f"readme: stale: {names} (python -m mixer_plugin.experiments.readme rewrites them)")
             return 1
         return 0
-    if fresh != text:
-        args.readme.write_text(fresh, encoding="utf-8")
+    for page, fresh in stale.items():
+        with atomic_path(page) as tmp:
+            tmp.write_text(fresh, encoding="utf-8")
     return 0
 
 
