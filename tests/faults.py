@@ -178,7 +178,8 @@ class Campaign:
         self.run = self.work / "faults" / "transformer" / "seed1"
         self.log: List[str] = []  # every line the runners printed, timed
 
-    def start(self) -> subprocess.Popen:
+    def start(self, *args: str) -> subprocess.Popen:
+        """The runner (``drive``) on the campaign, with ``--commit`` and ``args``."""
         env = dict(
             os.environ,
             MIXER_WORK=str(self.work),
@@ -189,7 +190,7 @@ class Campaign:
             CUDA_VISIBLE_DEVICES="",
         )
         return subprocess.Popen(
-            [sys.executable, __file__, "drive", str(self.exp), "--commit"],
+            [sys.executable, __file__, "drive", str(self.exp), "--commit", *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,

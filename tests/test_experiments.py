@@ -345,8 +345,9 @@ def test_bad_experiment_files_are_one_line_errors(case, tmp_path, corpus):
         (["--seeds", "7"], {}, "--seeds 7: the file lists seeds [1, 2]"),
         ([], {"NGPU": "two"}, "NGPU must be a number of GPUs, not 'two'"),
         ([], {"PRECISION": "fp8"}, "PRECISION must be one of fp32, fp16, bf16, not 'fp8'"),
+        (["--stop-after", "2h30"], {}, "--stop-after takes a duration such as 2h30m, 90m, 45s or 5400, not '2h30'"),
     ],
-    ids=["seeds-not-integers", "seeds-not-listed", "ngpu", "precision"],
+    ids=["seeds-not-integers", "seeds-not-listed", "ngpu", "precision", "stop-after"],
 )
 def test_bad_run_options_are_one_line_errors(args, env, message, tmp_path, corpus, monkeypatch):
     """Bad flags and environment: one line naming them, before anything runs (a bad NGPU or

@@ -4,6 +4,7 @@ point of a campaign (``faults.py``), a guard whose parent dies, a damaged
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import E2E_REPO
-from faults import POINTS, STAGES, Campaign, differences, processes, survivors, tree
+from faults import POINTS, STAGES, Campaign, differences, point_began, processes, survivors, tree, wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -85,6 +86,50 @@ def test_two_runners_of_one_experiment_train_each_run_once(tmp_path, corpus):
     assert not list((c.work / "faults" / "transformer").glob("seed*.stale-*"))
     md = (c.repo / "results" / "faults.md").read_text()
     assert "| `transformer` | 55,808 | 60 | 2 |" in md, md  # the last writer saw both runs
+
+
+def test_a_paused_campaign_continues_and_ends_as_an_uninterrupted_one(tmp_path, corpus):
+    """SIGUSR1 inside the training (what `sbatch --signal=B:USR1@600` sends before a job's time
+    runs out; `--stop-after` raises the same pause from a timer): the training ends right
+    after its next checkpoint, no stage starts, and the runner exits with 75 (EX_TEMPFAIL)
+    saying what it paused; the same command continues from that checkpoint, and the campaign
+    ends with the records of one never interrupted.  Before, a session's end could only kill
+    the runner, losing the training since its last checkpoint."""
+    reference = Campaign(tmp_path / "reference", corpus)
+    reference.complete()
+    expected = reference.record()
+    c = Campaign(tmp_path / "paused", corpus)
+    proc = c.start()
+    for _, line in c.lines(proc):
+        if point_began(line) == "train":
+            wait_for(c.run / "checkpoint_last.pt", 120)  # a checkpoint saved: a pause worth making
+            proc.send_signal(signal.SIGUSR1)
+            break
+    c.log += proc.stdout.read().splitlines()
+    assert proc.wait(60) == 75, c.log[-20:]
+    out = "\n".join(c.log)
+    assert "SIGUSR1: pausing" in out and "paused by SIGUSR1; trainings ended at a checkpoint" in out, out
+    log = (c.run / "train.log").read_text()
+    saved = re.findall(r"Saved checkpoint \S+ \(epoch \d+ @ (\d+) updates", log)
+    assert f"train: paused after its checkpoint of update {saved[-1]} " in out, out
+    assert "done training" not in log and not (c.run / ".stages" / "train.json").exists()
+    assert not list(c.run.glob("gen-*")), "a stage started after the pause"
+    c.complete()
+    log = (c.run / "train.log").read_text()
+    assert re.search(rf"Loaded checkpoint \S+checkpoint_last\.pt \(epoch \d+ @ {saved[-1]} updates\)", log), log
+    assert differences(expected, c.record()) == [] and c.overlaps() == []
+
+
+def test_a_runner_told_when_to_stop_pauses_then(tmp_path, corpus):
+    """--stop-after: the same pause from a timer.  Due while the data is prepared, it lets the
+    preparation finish and starts nothing more, saying which runs it kept from starting."""
+    c = Campaign(tmp_path, corpus)
+    proc = c.start("--stop-after", "1s")
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 75, out
+    assert "--stop-after 1s: pausing" in out and "data prepare: done" in out, out
+    assert "paused by --stop-after 1s; not started: transformer/seed1" in out, out
+    assert not c.run.exists()
 
 
 def only_child(parent: int, timeout: float = 10) -> int:

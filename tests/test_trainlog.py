@@ -212,3 +212,32 @@ def test_a_patience_that_is_no_number_is_left_to_fairseqs_one_line_error():
 
     assert stopping_rule(["--patience", "eight", "--best-checkpoint-metric", "bleu"]).patience == -1
     assert stopping_rule(["--patience=8"]).patience == 8
+
+
+@pytest.mark.parametrize("rule", [RULE, RULE[:-2]], ids=["stopping-rule", "fixed-budget"])
+def test_a_pausing_runner_ends_a_training_right_after_its_next_checkpoint(rule, tmp_path, monkeypatch):
+    """Asked to pause (SIGUSR1, --stop-after) while a training runs, the runner ends it once
+    its next checkpoint is saved, the moment it loses nothing, and says which (StagePaused:
+    unfinished, so the next run continues from there)."""
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    improving = [(500, 12.0), (750, 12.5), (1000, 13.0)]
+    stage = fake_training(tmp_path, KILLED[:1], improving, rule=rule)  # resumed at 250; saves at 500, 750, ...
+    with pytest.raises(stages.StagePaused, match="after its checkpoint of update 500"):
+        stages.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
+    assert valid_updates(stage.log) == [250, 500]
+    assert "(epoch 1 @ 500 updates" in (tmp_path / "checkpoint_last.pt").read_text()
+
+
+def test_a_pause_at_the_checkpoint_where_the_rule_ends_the_training_finishes_it(tmp_path, monkeypatch):
+    """The checkpoint a pause would end the training at is the one where its stopping rule
+    ends it anyway: the training is finished, not paused."""
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    stage = fake_training(tmp_path, KILLED, RESUMED)
+    said = []
+    stages.execute(stage, threads=1, say=said.append, pausing=lambda: True)
+    assert valid_updates(stage.log) == [250, 500, 750, 1000]
+    assert any("stopped at update 1000" in s for s in said), said

@@ -17,6 +17,12 @@ continues from its ``checkpoint_last.pt`` (or from the newest checkpoint that lo
 At the end (and after every run with ``--commit``) the results file is regenerated from
 the run folders, and each run's small outputs are copied beside it.
 
+A campaign that must end by a given time (a session, a SLURM job) pauses instead of being
+killed: after SIGUSR1 (``sbatch --signal=B:USR1@600``) or ``--stop-after 2h30m``, no stage
+starts, each training ends right after its next checkpoint and every other stage finishes
+(``pause``); the runner exits with status 75 (EX_TEMPFAIL: run it again), and the same
+command continues from those checkpoints, having lost nothing.
+
 Several runners may share an experiment: each run, each prepared dataset and the results
 file has a lock (``locks``) that a runner takes before it starts a stage there and keeps
 until the run's last stage ends; another runner skips a held run in one line and goes on
@@ -56,6 +62,7 @@ from .spec import Experiment, ExperimentError, Model, load
 from .stages import (
     Stage,
     StageError,
+    StagePaused,
     execute,
     flag_value,
     ngpu,
@@ -69,6 +76,8 @@ from .stages import (
 
 HEARTBEAT = 300  # seconds between the progress lines of a training
 STOPPING = False  # a SIGINT, SIGTERM or SIGHUP of the runner is stopping it (``stop``)
+PAUSING: Optional[str] = None  # what asked the runner to pause (``pause``): SIGUSR1, --stop-after
+PAUSED = 75  # the exit status of a paused runner (sysexits.h EX_TEMPFAIL): not done, rerun to continue
 
 
 class Progress:
@@ -171,6 +180,8 @@ class Runner:
         self.exp = exp
         self.dry_run, self.commit = dry_run, commit
         self.writing = threading.Lock()
+        self.paused: List[str] = []  # runs whose training a pause ended at a checkpoint
+        self.unstarted: List[str] = []  # runs with stages a pause kept from starting
         missing = set(only or ()) - set(exp.models)
         if missing:
             raise ExperimentError(f"{exp.path}: --only names no model {sorted(missing)[0]!r}")
@@ -305,8 +316,13 @@ class Runner:
                 for dep in stage.after:  # a decode waits for the training it decodes
                     if id(dep) in events and dep not in chain:
                         events[id(dep)].wait()
+                if ok and PAUSING and not stage.done():
+                    self.unstarted.append(label)
+                    for s in chain[i:]:
+                        events[id(s)].set()
+                    return
                 if not ok or not self.step(label, stage, [s.name for s in chain[i + 1 :]], hold):
-                    ok = False
+                    ok = ok and label in self.paused  # a training paused at a checkpoint failed nothing
                     for s in chain[i:]:
                         events[id(s)].set()
                     return
@@ -354,12 +370,20 @@ class Runner:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             list(pool.map(run_job, jobs))
         self.write_results(commit=f"{exp.name}: results" if self.commit and ok else None)
+        if self.was_paused():
+            told = [f"trainings ended at a checkpoint: {', '.join(self.paused)}"] if self.paused else []
+            told += [f"not started: {', '.join(self.unstarted)}"] if self.unstarted else []
+            self.progress.say(f"paused by {PAUSING}; {'; '.join(told)} (rerun the same command to continue)")
         if skipped:
             self.progress.say(
                 f"skipped, held by another runner: {', '.join(skipped)} (rerun the same command "
                 f"once it is done to see {'them' if len(skipped) > 1 else 'it'} in the results)"
             )
         return ok
+
+    def was_paused(self) -> bool:
+        """Whether a pause left work undone (a pause that came after the last stage began changes nothing)."""
+        return bool(PAUSING and (self.paused or self.unstarted))
 
     def lock_job(self, job: List[Tuple[str, List[Stage]]]) -> Optional[List[Lock]]:
         """The locks of every run folder a job writes (its runs', and the save dir of a
@@ -432,8 +456,16 @@ class Runner:
             watcher.start()
         try:
             seconds = execute(
-                stage, self.threads, hold, say=lambda note: self.progress.say(f"{label} {stage.name}: {note}")
+                stage,
+                self.threads,
+                hold,
+                say=lambda note: self.progress.say(f"{label} {stage.name}: {note}"),
+                pausing=lambda: PAUSING is not None,
             )
+        except StagePaused as e:
+            self.paused.append(label)
+            self.progress.say(f"{label} {stage.name}: {e}")
+            return False
         except StageError as e:
             if not STOPPING:  # (stopped by a signal: the handler says so)
                 self.progress.say(f"{label} error: {e}")
@@ -555,6 +587,42 @@ def stop(signum: int, frame: Optional[FrameType]) -> None:
     os._exit(128 + signum)
 
 
+def pause(signum: int, frame: Optional[FrameType]) -> None:
+    """SIGUSR1: pause (``request_pause``).  Like ``stop``, a handler takes no lock."""
+    request_pause(signal.Signals(signum).name)
+
+
+def request_pause(why: str) -> None:
+    """Pause the campaign where nothing is lost: no stage starts from now on, each training
+    ends right after its next checkpoint (``stages.TrainingWatch``), every other stage (minutes
+    long) finishes, then the runner exits with status PAUSED.  Said once, with os.write (it
+    runs in a signal handler or a timer thread)."""
+    global PAUSING
+    if PAUSING is not None or STOPPING:
+        return
+    PAUSING = why
+    os.write(
+        2,
+        f"mixer-run: {why}: pausing: no stage starts; each training ends after its next checkpoint, "
+        f"the other stages finish\n".encode(),
+    )
+
+
+DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def duration(text: str) -> float:
+    """Seconds of ``2h30m``, ``90m``, ``45s`` or ``5400`` (a bare number: seconds)."""
+    t = text.strip()
+    if t.isdigit():
+        return float(t)
+    m = DURATION.fullmatch(t)
+    if not t or m is None:
+        raise ExperimentError(f"--stop-after takes a duration such as 2h30m, 90m, 45s or 5400, not {text!r}")
+    h, mins, secs = (int(g or 0) for g in m.groups())
+    return 3600.0 * h + 60.0 * mins + secs
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(
         prog="mixer-run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -575,6 +643,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         action="store_true",
         help="git-commit the results file and each run's small outputs as each run finishes",
     )
+    p.add_argument(
+        "--stop-after",
+        metavar="DURATION",
+        help="pause after this long (2h30m, 90m, 45s), as SIGUSR1 does: no stage starts, each training ends "
+        f"after its next checkpoint, the rest finish; exit status {PAUSED}, and the same command continues",
+    )
     args = p.parse_args(argv)
     try:
         exp = load(args.experiment)
@@ -590,6 +664,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             listed = {s for m in exp.models.values() for s in m.seeds}
             if not set(seeds) & listed:
                 raise ExperimentError(f"--seeds {args.seeds}: the file lists seeds {sorted(listed)}")
+        stop_after = duration(args.stop_after) if args.stop_after is not None else None
         precision(), ngpu()  # PRECISION= and NGPU= checked before anything runs
         for folder in [WORK / exp.name, *(data_root(m.data, m.prepare) for m in exp.models.values())]:
             link = dangling_link(folder)
@@ -612,7 +687,15 @@ def main(argv: Optional[List[str]] = None) -> None:
             signal.signal(sig, stop)
     if args.results_only:
         sys.exit(0 if runner.results_only() else 1)
+    if not args.dry_run:
+        signal.signal(signal.SIGUSR1, pause)
+        if stop_after is not None:
+            timer = threading.Timer(stop_after, request_pause, args=(f"--stop-after {args.stop_after}",))
+            timer.daemon = True
+            timer.start()
     ok = runner.run()
+    if ok and runner.was_paused():
+        sys.exit(PAUSED)
     if not ok:
         print(
             f"mixer-run: {exp.name} stopped at a failed stage; finished stages are kept "

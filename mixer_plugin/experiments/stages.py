@@ -39,11 +39,16 @@ from ..paths import PLUGIN, PYTHON, WORK, shown
 from . import guard
 from .checkpoints import resume_point
 from .spec import Experiment, Model
-from .trainlog import Selection, saved_stop
+from .trainlog import Selection, new_saves, saved_stop
 
 
 class StageError(RuntimeError):
     """A stage's command failed: one line naming the stage, the command and its log."""
+
+
+class StagePaused(StageError):
+    """A training the runner ended at a checkpoint because it is pausing (``TrainingWatch``):
+    unfinished, so unstamped, and continued from that checkpoint by the next run."""
 
 
 @dataclass
@@ -450,7 +455,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
 
 
 # -------------------------------------------------------------------- running
-STOP_POLL = 30.0  # seconds between a training's log reads for its stopping rule (stop_rule_watch)
+STOP_POLL = 2.0  # seconds between a training's looks at its log for a new checkpoint (TrainingWatch)
 
 
 @functools.lru_cache(maxsize=None)
@@ -479,13 +484,21 @@ def machine() -> Dict[str, object]:
     return record
 
 
-def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[[str], None] = print) -> float:
+def execute(
+    stage: Stage,
+    threads: int,
+    hold: Sequence[int] = (),
+    say: Callable[[str], None] = print,
+    pausing: Callable[[], bool] = lambda: False,
+) -> float:
     """Run a stage's commands (skipping nothing; the caller checks ``done``); return
     the seconds it took.  On failure: StageError with what the command said last (its
     one-line error, a traceback's last line) and its log.
 
     Each command runs under ``guard`` (its own process group, which dies with the runner)
-    and inherits ``hold``, the run's locks; ``say`` prints the stage's one-line notes."""
+    and inherits ``hold``, the run's locks; ``say`` prints the stage's one-line notes.
+    A training ends at its next checkpoint once ``pausing()`` (StagePaused); any other
+    stage runs to its end, being minutes long."""
     if stage.name == "train":
         restart_if_changed(stage, say)
         note = resume_point(stage.outputs[0].parent)
@@ -501,15 +514,15 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
     with open(stage.log, mode, encoding="utf-8") as log:
         for argv in stage.commands:
             args = [str(a) for a in argv]
-            until = stop_rule_watch(stage, args, say) if stage.name == "train" else None
-            if until is not None and until():
+            watch = TrainingWatch(stage, args, say, pausing) if stage.name == "train" else None
+            if watch is not None and watch.rule_ended():
                 continue  # the rule had ended this training before the runner was stopped
             log.write(f"$ {shell(argv)}\n")
             log.flush()
             code = guard.run(
                 args,
                 hold=hold,
-                until=until,
+                until=watch,
                 every=STOP_POLL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -520,6 +533,8 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
                 # what the command said last names the cause; its command line heads the log
                 said = last_line(stage.log) or shell(argv)
                 raise StageError(f"{stage.name} failed (exit {code}): {said}  (log: {shown(stage.log)})")
+            if watch is not None and watch.paused is not None:
+                raise StagePaused(f"paused after its checkpoint of update {watch.paused:,} (log: {shown(stage.log)})")
     missing = [p for p in stage.outputs if not p.exists()]
     if missing:
         raise StageError(f"{stage.name} left no {shown(missing[0])} (log: {shown(stage.log)})")
@@ -539,26 +554,47 @@ def execute(stage: Stage, threads: int, hold: Sequence[int] = (), say: Callable[
     return seconds
 
 
-def stop_rule_watch(stage: Stage, argv: List[str], say: Callable[[str], None]) -> Optional[Callable[[], bool]]:
-    """For a training with an early-stopping rule (``--patience``), else None: whether it has
-    reached the rule's stop, read from its whole log (``trainlog.saved_stop``), saying so once.
-    fairseq restarts its ``--patience`` count on a resume and trains on past the point where the
-    unbroken training stopped, up to the rule's whole stretch again, and its
-    ``--keep-interval-updates`` may then delete the checkpoints that end at the best: the runner
-    ends it there instead."""
-    chosen = stopping_rule(argv)
-    if chosen.patience <= 0:
-        return None
-    told = []
+class TrainingWatch:
+    """``guard.run``'s ``until`` for a training, asked every STOP_POLL seconds: it reads the
+    checkpoints fairseq has saved since it last looked, and says True (end the training) only
+    right after one, the moment a training ends losing nothing, when
 
-    def reached() -> bool:
-        stop = saved_stop(stage.log, chosen)
-        if stop is not None and not told:
-            told.append(stop)
-            say(f"{shown(stage.log)}: stopped at update {stop}, where its stopping rule ends it over the whole log")
+    - its stopping rule, applied to the whole log, has ended it (``saved_stop``): fairseq
+      restarts its ``--patience`` count on a resume and would train on past the point where
+      the unbroken training stopped, up to the rule's whole stretch, and its
+      ``--keep-interval-updates`` could then delete the checkpoints that end at the best; or
+    - the runner is pausing (``pausing()``: SIGUSR1, ``--stop-after``); ``paused`` is then that
+      checkpoint's update."""
+
+    def __init__(self, stage: Stage, argv: List[str], say: Callable[[str], None], pausing: Callable[[], bool]):
+        self.log = stage.log
+        self.chosen = stopping_rule(argv)
+        self.say = say
+        self.pausing = pausing
+        self.offset = stage.log.stat().st_size if stage.log.is_file() else 0  # what came before is no news
+        self.stop: Optional[int] = None
+        self.paused: Optional[int] = None
+
+    def rule_ended(self) -> bool:
+        """Whether the stopping rule, read from the whole log, has ended the training (said once)."""
+        if self.chosen.patience <= 0:
+            return False
+        stop = saved_stop(self.log, self.chosen)
+        if stop is not None and self.stop is None:
+            self.stop = stop
+            self.say(f"{shown(self.log)}: stopped at update {stop}, where its stopping rule ends it over the whole log")
         return stop is not None
 
-    return reached
+    def __call__(self) -> bool:
+        saves, self.offset = new_saves(self.log, self.offset)
+        if not saves:
+            return False
+        if self.rule_ended():
+            return True
+        if self.pausing():
+            self.paused = saves[-1]
+            return True
+        return False
 
 
 def last_line(log: Path) -> str:

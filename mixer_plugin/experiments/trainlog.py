@@ -17,7 +17,7 @@ training where the unbroken one would have stopped (``saved_stop``).
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 _KV = re.compile(r"(\w+)=([-\d.e+]+)")
 # fairseq's checkpoint_utils logs this once a checkpoint and its copies (checkpoint_last.pt) are written
@@ -117,3 +117,18 @@ def saved_stop(path: Path, chosen: Selection) -> Optional[int]:
         elif (m := _SAVED.search(line)) and int(m.group(1)) == stop:
             saved = i
     return stop if saved > validated >= 0 else None
+
+
+def new_saves(path: Path, offset: int) -> Tuple[List[int], int]:
+    """The updates of the checkpoints fairseq has logged saving in the log at ``path`` past
+    byte ``offset`` (whole lines only), and the offset to read on from: a running training's
+    saves, read as they come without reading the log again."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except FileNotFoundError:
+        return [], offset
+    end = chunk.rfind(b"\n") + 1
+    text = chunk[:end].decode("utf-8", errors="replace")
+    return [int(m.group(1)) for m in _SAVED.finditer(text)], offset + end
