@@ -241,3 +241,18 @@ def test_a_pause_at_the_checkpoint_where_the_rule_ends_the_training_finishes_it(
     stages.execute(stage, threads=1, say=said.append, pausing=lambda: True)
     assert valid_updates(stage.log) == [250, 500, 750, 1000]
     assert any("stopped at update 1000" in s for s in said), said
+
+
+def test_a_trainings_progress_line_says_where_its_rule_will_stop_it(tmp_path):
+    """The runner's progress line of a training until validation stops improving names its best
+    validation so far and the update where the rule ends it unless it improves (read over the
+    whole log, as the runner ends it); a training without a rule shows its updates alone."""
+    from mixer_plugin.experiments.runner import training_status
+    from mixer_plugin.experiments.stages import Stage
+
+    write_log(tmp_path / "train.log", [KILLED])
+    argv = ["fairseq-train", "data", "--max-update", "3000"]
+    stage = Stage("train", [argv + RULE], tmp_path / "train.log", [])
+    said = "750/3000 updates; valid bleu 12 at 500 is the best: stops at 1,000 unless it improves"
+    assert training_status(stage) == said
+    assert training_status(Stage("train", [argv], tmp_path / "train.log", [])) == "750/3000 updates"
