@@ -4,7 +4,15 @@ a line of numbers.  How a verdict is shown in a results table is tested with the
 
 import pytest
 
-from mixer_plugin.experiments.claims import EQUAL_MARGIN, claim_metric, judge, seeds_margin, verdict, wants_more_seeds
+from mixer_plugin.experiments.claims import (
+    EQUAL_MARGIN,
+    choose_in_order,
+    claim_metric,
+    judge,
+    seeds_margin,
+    verdict,
+    wants_more_seeds,
+)
 
 VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
     (">", 1.5, 0.01, None, "confirmed"),
@@ -77,3 +85,26 @@ def test_bad_input_is_an_error():
 def test_the_seeds_rule_gives_more_seeds_within_twice_the_spread_or_the_floor(gap, spreads, floor, more):
     assert wants_more_seeds(gap, spreads, floor) is more
     assert seeds_margin(spreads, floor) == pytest.approx(max([2 * s for s in spreads] + [floor]))
+
+
+@pytest.mark.parametrize(
+    "scores, chosen",
+    [
+        ([20.0, 20.9, 21.0], "b"),  # c gains 0.1 over the choice b: within the floor
+        ([20.0, 20.2, 20.5], "c"),  # b is within the floor of a, c beats a (the choice) by 0.5
+        ([20.0, 20.3, 20.35], "a"),  # every step within the floor of the choice ...
+        (
+            [20.0, 20.41, 20.0],
+            "a",
+        ),  # ... and a gain of the floor itself is not more than it (20.41 - 20.0 in floats is)
+        ([21.0, 20.0, 19.0], "a"),
+        ([19.0, 20.0, 21.0], "c"),
+    ],
+)
+def test_the_recipe_rule_keeps_the_choice_unless_a_later_candidate_beats_it_by_more_than_the_floor(scores, chosen):
+    choice, steps = choose_in_order(list(zip("abc", scores)), 0.41)
+    assert choice == chosen
+    assert [s.candidate for s in steps] == ["a", "b", "c"] and steps[0].against is None and steps[0].taken
+    assert [s.taken for s in steps[1:]] == [s.gain > 0.41 for s in steps[1:]]
+    with pytest.raises(ValueError, match="one candidate"):
+        choose_in_order([], 0.41)

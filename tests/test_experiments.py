@@ -319,6 +319,12 @@ BAD = {
         "models.a.from: nope.yaml is not an experiment file with models",
     ),
     "bad checkpoint": ({"generate": {"checkpoint": "bset"}}, "generate.checkpoint: expected last or best, not 'bset'"),
+    "choice on test": ({"choose": ["attn", "ngram"]}, "choose: 'attn' is scored on the test set; a choice is made on"),
+    "choice of nobody": (
+        {"choose": ["attn", "nobody"], "generate": {"subset": "valid"}},
+        "choose: 'nobody' is not a model of this file",
+    ),
+    "choice of one": ({"choose": ["attn"]}, "choose: expected two or more different models, in order"),
     "speed not a benchmark": (
         {"speed": {"train": "results/bench/bench_train_cpu.md"}},
         "speed.train: expected the path of a mixer-bench train JSON file",

@@ -459,6 +459,39 @@ def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks()
     assert seeds_rule_table([result("t", [26.0], [1]), near], result("t", [26.0], [1]), bleu) == []
 
 
+def test_the_recipe_rule_is_applied_step_by_step_on_the_validation_scores_and_waits_for_a_missing_run():
+    """``choose``: each candidate against the choice before it (the mean of its seeds), the
+    choice named once every candidate has a finished run; at a candidate without one the rule
+    waits, since every later step reads the choice before it."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments.collect import ModelResult
+    from mixer_plugin.experiments.report import choice_table
+    from mixer_plugin.experiments.spec import Generate, Score
+
+    def result(name, bleus):
+        model = SimpleNamespace(
+            name=name, score=Score(metrics=["bleu", "chrf"], noise_floor=0.41), generate=Generate(subset="valid")
+        )
+        runs = [Path(f"seed{i + 1}") for i in range(len(bleus))]
+        return ModelResult(model, runs, [{}] * len(bleus), [{"bleu": b} for b in bleus], [None] * len(bleus))
+
+    names = ["dropout0", "dropout01", "dropout02"]
+    exp = SimpleNamespace(choose=names)
+    lines = choice_table(exp, {n: result(n, b) for n, b in zip(names, ([30.0], [30.2, 30.8], [31.0]))})
+    rows = [line for line in lines if line.startswith("| `")]
+    assert lines[0] == "### Chosen by the rule, on valid BLEU"
+    assert rows[0] == "| `dropout0` | 30.00 | 1 | – | – | `dropout0`: the first |"
+    assert rows[1] == "| `dropout01` | 30.50 | 2 | `dropout0` | +0.50 | `dropout01`: gains more than 0.41 |"
+    assert rows[2] == "| `dropout02` | 31.00 | 1 | `dropout01` | +0.50 | `dropout02`: gains more than 0.41 |"
+    assert any(line.startswith("**Chosen: `dropout02`.**") for line in lines)
+    lines = choice_table(exp, {n: result(n, b) for n, b in zip(names, ([30.0], [30.3], []))})
+    assert "`dropout0`: `dropout01` gains 0.41 or less |" in lines[-4]
+    assert lines[-2].startswith("The rule waits for `dropout02` (no finished run): the choice so far is `dropout0`.")
+    assert not any("Chosen" in line for line in lines[1:])
+    assert choice_table(SimpleNamespace(choose=[]), {}) == []
+
+
 def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked(tmp_path, monkeypatch):
     """README's table of an experiment trained until validation stops improving (the converged
     leaderboard): each seed's peak update, the valid BLEU there (mean ± std), test scores from

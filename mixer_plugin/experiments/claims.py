@@ -24,13 +24,14 @@ Two amendments, both made before the rows they could change had results: a one-s
 compared with the other row's mean and judged against that row's seed spread
 (2026-11-23), and the rerun floor (2026-11-24).  docs/leaderboard.md tells both.
 
-The converged protocol's rule for which rows get more seeds (:func:`wants_more_seeds`) lives
-here too: it is read on the validation set, before any claim is judged on test.
+The converged protocol's two rules of selection live here too, both read on the validation
+set before anything is judged on test: which rows get more seeds (:func:`wants_more_seeds`)
+and which recipe the table trains (:func:`choose_in_order`).
 """
 
 import statistics
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 ALPHA = 0.05  # the paired bootstrap's significance level
 EQUAL_MARGIN = 1.0  # points of the claim's metric within which two rows count as equal
@@ -99,3 +100,37 @@ def wants_more_seeds(gap: float, spreads: Sequence[float], floor: float = 0.0) -
     :func:`seeds_margin` could be the baseline's equal or its better by one seed's luck, so
     it gets seeds 2 and 3; a row beyond it keeps one seed, said plainly."""
     return abs(gap) <= seeds_margin(spreads, floor)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One candidate of :func:`choose_in_order`: its score, the choice it was read against
+    (None for the first, which is the choice until a later one wins) and whether it won."""
+
+    candidate: str
+    score: float
+    against: Optional[str]
+    gain: Optional[float]  # score minus the choice's, to two decimals; None for the first
+    taken: bool
+
+
+def choose_in_order(scores: Sequence[Tuple[str, float]], floor: float) -> Tuple[str, List[Step]]:
+    """The converged protocol's recipe rule (docs/leaderboard.md, "Recipe" and amendment 4,
+    fixed before the recipe's results): ``scores`` are the candidates' valid scores in the
+    order of the experiment file's ``choose``, each adding regularisation to what comes
+    before.  The first is the choice; a later candidate replaces the choice only when it beats
+    it by more than ``floor`` (the rerun floor: a change needs a gain that a second run of one
+    command would not give).  So the highest score wins when its lead is clear, and a
+    candidate within the floor of the choice never displaces it.  Returns the choice and the
+    steps that led to it."""
+    if not scores:
+        raise ValueError("the rule needs at least one candidate")
+    (choice, best), steps = scores[0], []
+    steps.append(Step(choice, best, None, None, True))
+    for name, score in scores[1:]:
+        gain = round(score - best, 2)  # as the table shows it: 20.41 - 20.00 is not more than 0.41
+        taken = gain > floor
+        steps.append(Step(name, score, choice, gain, taken))
+        if taken:
+            choice, best = name, score
+    return choice, steps

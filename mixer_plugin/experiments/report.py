@@ -457,6 +457,7 @@ def markdown(
             cells.append(claim_cells(r, by_name) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
+    md += choice_table(exp, by_name)
     for name in baselines:
         md += seed_pairs_table([r for r in results if r.model.score.baseline == name], by_name[name])
         md += own_seeds_table(by_name[name])
@@ -519,6 +520,51 @@ def markdown(
         f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)",
     ]
     return "\n".join(md) + "\n"
+
+
+def choice_table(exp: Experiment, by_name: Dict[str, ModelResult]) -> List[str]:
+    """The recipe rule (``claims.choose_in_order``) applied to the file's ``choose`` list, step
+    by step, on the table's own validation scores (the mean over a candidate's seeds); it
+    waits at the first candidate with no finished run, since each step reads the choice
+    before it."""
+    if not exp.choose:
+        return []
+    first = by_name[exp.choose[0]].model
+    key, floor = claim_metric(first), first.score.noise_floor
+    metric = f"{first.generate.subset} {PRIMARY.get(key, key)}"
+    scored = []
+    for name in exp.choose:
+        values = [v for v in seed_scores(by_name[name], key).values() if v is not None]
+        if not values:
+            break
+        scored.append((name, statistics.mean(values), len(values)))
+    head = [f"### Chosen by the rule, on {metric}", ""]
+    if not scored:
+        return head + [f"The rule waits for `{exp.choose[0]}` (no finished run).", ""]
+    choice, steps = claims.choose_in_order([(n, v) for n, v, _ in scored], floor)
+    lines = head + [
+        f"| in order | {metric} | seeds | against the choice so far | gain | the choice after it |",
+        "|---|---:|---:|---|---:|---|",
+    ]
+    for step, (_, _, n) in zip(steps, scored):
+        if step.against is None:
+            lines.append(f"| `{step.candidate}` | {step.score:.2f} | {n} | – | – | `{step.candidate}`: the first |")
+            continue
+        after = (
+            f"`{step.candidate}`: gains more than {floor:g}"
+            if step.taken
+            else f"`{step.against}`: `{step.candidate}` gains {floor:g} or less"
+        )
+        lines.append(f"| `{step.candidate}` | {step.score:.2f} | {n} | `{step.against}` | {step.gain:+.2f} | {after} |")
+    rule = (
+        f"In the file's order (`choose`), a later candidate replaces the choice only when its {metric} "
+        f"beats the choice's by more than the rerun floor ({floor:g}) (`mixer_plugin/experiments/claims.py`, "
+        "docs/leaderboard.md, \"Recipe\")."
+    )
+    if len(scored) < len(exp.choose):
+        waiting = f"The rule waits for `{exp.choose[len(scored)]}` (no finished run): the choice so far is `{choice}`."
+        return lines + ["", f"{waiting} {rule}", ""]
+    return lines + ["", f"**Chosen: `{choice}`.** {rule}", ""]
 
 
 def seeds_rule_table(results: List[ModelResult], base_r: Optional[ModelResult], chosen: Selection) -> List[str]:

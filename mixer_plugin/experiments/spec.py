@@ -39,6 +39,8 @@ worse than, about equal to another model of the file), which the results mark
 confirmed, refuted or inconclusive (``claims.verdict``).  Flags are a string
 (split as a shell would) or a list.  ``kind: classification`` trains
 ``--task sentence_prediction`` models and scores test accuracy with fairseq-validate.
+``choose: [a, b, c]`` names models decoded on a validation subset, in order of added
+regularisation: the results file applies the recipe rule (``claims.choose_in_order``) to them.
 Every unknown key is an error that names the file and the key.
 """
 
@@ -127,6 +129,9 @@ class Experiment:
     threads: Optional[int]  # threads a run; None: likewise
     samples: int  # source / hypothesis / reference lines printed at the end
     speed: Dict[str, Path] = field(default_factory=dict)  # train / decode -> a benchmark's JSON (SPEED)
+    # a recipe chosen on the validation set: candidates in order of added regularisation, which
+    # claims.choose_in_order reads (the results file shows the rule applied)
+    choose: List[str] = field(default_factory=list)
 
     @property
     def datasets(self) -> List[str]:
@@ -199,6 +204,7 @@ TOP = {
     "threads",
     "samples",
     "speed",
+    "choose",
 }
 SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
 MODEL = {
@@ -279,6 +285,26 @@ def _paper_rows(value: Any, where: str) -> List[str]:
         except ValueError as e:
             raise ExperimentError(f"{where}: {e}") from None
     return list(refs)
+
+
+def _choose(value: Any, models: Dict[str, "Model"], kind: str, where: str) -> List[str]:
+    """``choose``: two or more models of the file, in order; every one decoded on a
+    validation subset, since a recipe is chosen on validation data only (docs/leaderboard.md)."""
+    if not isinstance(value, list) or any(not isinstance(v, str) for v in value):
+        raise ExperimentError(f"{where}: expected a list of model names, in order")
+    if not value:
+        return []
+    if len(value) < 2 or len(set(value)) < len(value):
+        raise ExperimentError(f"{where}: expected two or more different models, in order")
+    for name in value:
+        if name not in models:
+            raise ExperimentError(f"{where}: {name!r} is not a model of this file")
+        if kind == "classification" or models[name].generate.subset == "test":
+            raise ExperimentError(
+                f"{where}: {name!r} is scored on the test set; a choice is made on validation data only "
+                "(generate: {subset: valid})"
+            )
+    return value
 
 
 def row_from(path: Path, other: str, name: str, where: str) -> Dict[str, Any]:
@@ -380,6 +406,7 @@ def load(path: Union[str, Path]) -> Experiment:
     for key, value in speed.items():
         if not isinstance(value, str) or not value.endswith(".json"):
             raise ExperimentError(where(f"speed.{key}") + f": expected the path of a {SPEED[key]} JSON file")
+    choose = _choose(raw.get("choose", []), models, kind, where("choose"))
     results = raw.get("results")
     return Experiment(
         name=str(raw["name"]),
@@ -395,4 +422,5 @@ def load(path: Union[str, Path]) -> Experiment:
         threads=raw.get("threads"),
         samples=raw.get("samples", 0),
         speed={k: Path(v) for k, v in speed.items()},
+        choose=choose,
     )
