@@ -558,7 +558,7 @@ def choice_table(exp: Experiment, by_name: Dict[str, ModelResult]) -> List[str]:
         lines.append(f"| `{step.candidate}` | {step.score:.2f} | {n} | `{step.against}` | {step.gain:+.2f} | {after} |")
     rule = (
         f"In the file's order (`choose`), a later candidate replaces the choice only when its {metric} "
-        f"beats the choice's by more than the rerun floor ({floor:g}) (`mixer_plugin/experiments/claims.py`, "
+        f"beats the choice's by more than the rerun floor, {floor:g} (`mixer_plugin/experiments/claims.py`; "
         "docs/leaderboard.md, \"Recipe\")."
     )
     if len(scored) < len(exp.choose):
