@@ -136,17 +136,31 @@ def test_averaging_up_to_the_best_reads_the_rule_from_the_whole_log(tmp_path):
 
 # A stand-in for fairseq-train resumed: it prints the given log lines as fairseq would (a
 # pause after each checkpoint saved, which it also writes as checkpoint_last.pt, longer than
-# the guard's 1 s between looks at a stop) and leaves a mark that it ran.
+# the guard's 1 s between looks at a stop) and leaves a mark that it ran.  With
+# FAKE_SAVE_ON_TERM set, the SIGTERM that ends it comes too late for the next checkpoint: it
+# saves and logs that one first (a training saving checkpoints faster than the runner looks).
 FAKE_TRAIN = """
-import sys, time
+import os, signal, sys, time
 from pathlib import Path
 lines, run = Path(sys.argv[1]).read_text().splitlines(), Path(sys.argv[2])
 (run / "ran").write_text("")
-for line in lines:
+
+def save(line):
+    (run / "checkpoint_last.pt").write_text(line)
     print(line, flush=True)
+
+def late(*_):
+    save(next(line for line in lines[i + 1:] if "Saved checkpoint" in line))
+    sys.exit(0)
+
+if os.environ.get("FAKE_SAVE_ON_TERM"):
+    signal.signal(signal.SIGTERM, late)
+for i, line in enumerate(lines):
     if "Saved checkpoint" in line:
-        (run / "checkpoint_last.pt").write_text(line)
+        save(line)
         time.sleep(1.5)
+    else:
+        print(line, flush=True)
 """
 RULE = ["--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric", "--patience", "2"]
 
@@ -228,6 +242,21 @@ def test_a_pausing_runner_ends_a_training_right_after_its_next_checkpoint(rule, 
         stages.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
     assert valid_updates(stage.log) == [250, 500]
     assert "(epoch 1 @ 500 updates" in (tmp_path / "checkpoint_last.pt").read_text()
+
+
+def test_a_pause_names_the_checkpoint_the_training_ended_at(tmp_path, monkeypatch):
+    """A checkpoint saved between the runner's last look at the log and the training's end
+    (CI: a 24-update training saving every 4 updates) is where the training continues from:
+    the pause names it, not the one the runner saw last (before: 500 said, 750 saved)."""
+    from mixer_plugin.experiments import stages
+
+    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setenv("FAKE_SAVE_ON_TERM", "1")
+    improving = [(500, 12.0), (750, 12.5), (1000, 13.0)]
+    stage = fake_training(tmp_path, KILLED[:1], improving, rule=RULE[:-2])
+    with pytest.raises(stages.StagePaused, match="after its checkpoint of update 750 "):
+        stages.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
+    assert "(epoch 1 @ 750 updates" in (tmp_path / "checkpoint_last.pt").read_text()
 
 
 def test_a_pause_at_the_checkpoint_where_the_rule_ends_the_training_finishes_it(tmp_path, monkeypatch):

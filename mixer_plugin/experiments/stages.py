@@ -534,6 +534,7 @@ def execute(
                 said = last_line(stage.log) or shell(argv)
                 raise StageError(f"{stage.name} failed (exit {code}): {said}  (log: {shown(stage.log)})")
             if watch is not None and watch.paused is not None:
+                watch.ended()
                 raise StagePaused(f"paused after its checkpoint of update {watch.paused:,} (log: {shown(stage.log)})")
     missing = [p for p in stage.outputs if not p.exists()]
     if missing:
@@ -595,6 +596,13 @@ class TrainingWatch:
             self.paused = saves[-1]
             return True
         return False
+
+    def ended(self) -> None:
+        """The training has ended: a checkpoint it saved after the last look (one saving
+        faster than the runner looks, before the SIGTERM landed) is where it continues from."""
+        saves, self.offset = new_saves(self.log, self.offset)
+        if saves and self.paused is not None:
+            self.paused = saves[-1]
 
 
 def last_line(log: Path) -> str:
