@@ -492,6 +492,46 @@ def test_the_recipe_rule_is_applied_step_by_step_on_the_validation_scores_and_wa
     assert choice_table(SimpleNamespace(choose=[]), {}) == []
 
 
+def test_a_run_trained_again_since_its_decode_has_no_result_until_decoded_again(fake):
+    """The runner stamps a training's start and end; a run resumed for a longer budget (the
+    converged protocol's cap raised from 12,500 to 25,000) keeps its old decode in its folder
+    until the new one replaces it.  Before, the table showed that decode as the run's result,
+    peaking before the new cap, and the recipe rule chose on it."""
+    import os
+    import time
+
+    from mixer_plugin.experiments.collect import collect
+
+    exp = fake({"A": {}}, {"A": 0.1})
+    [run] = collect(exp)[0].runs  # a folder made by hand, no stamps: read as it is
+    stamps = run / ".stages"
+    stamps.mkdir()
+
+    def stamp(name, at):
+        (stamps / f"{name}.json").write_text('{"commands": []}')
+        os.utime(stamps / f"{name}.json", ns=(at, at))
+
+    def finished():
+        return [r.name for r in collect(exp)[0].runs]
+
+    t = time.time_ns()
+    stamp("train.begun", t)
+    for i, name in enumerate(("train", "average", "generate", "score")):
+        stamp(name, t + i + 1)
+    assert finished() == ["seed1"]
+    stamp("train.begun", t + 10)  # trained again: its stamp goes until the training ends
+    (stamps / "train.json").unlink()
+    assert finished() == []
+    stamp("train", t + 20)  # trained; the old decode still there
+    assert finished() == []
+    stamp("average", t + 21)
+    stamp("generate", t + 22)
+    (stamps / "score.json").unlink()  # scoring
+    assert finished() == []
+    stamp("score", t + 23)
+    assert finished() == ["seed1"]
+
+
 def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked(tmp_path, monkeypatch):
     """README's table of an experiment trained until validation stops improving (the converged
     leaderboard): each seed's peak update, the valid BLEU there (mean ± std), test scores from

@@ -119,10 +119,33 @@ def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
     if (run / RECORD).is_file():
         return json.loads((run / RECORD).read_text(encoding="utf-8"))
     src = exp.models[m.decode_of] if m.decode_of else m  # a decode's training is the run it decodes
+    if not decoded_since_trained(run, run_dir(exp, src, seed), scored=exp.kind != "classification"):
+        return None
     record = read_record(exp, m, seed, run_dir(exp, src, seed) / "train.log", run / f"gen-{m.generate.subset}")
     if record is not None:  # (the stamps only of a finished run)
         record["stages"] = stage_records(run)
     return record
+
+
+def decoded_since_trained(run: Path, train_run: Path, scored: bool = True) -> bool:
+    """Whether a run folder's decode is of its training as it stands.  The runner stamps a
+    training's start (``train.begun.json``) and its end (``train.json``, removed at the start);
+    a training started again since its decode (resumed for a longer budget, or begun anew)
+    leaves the old decode's scores in place until its own decode replaces them, and those are
+    no result of the run the experiment now describes (they showed as one: a run resumed from
+    12,500 to a cap of 25,000 read as peaking before the new cap).  A folder no runner trained
+    (no start stamp: made by hand) is read as it is.  ``scored``: the decode ends in a score
+    stage (translation and summarization; a classifier's ends at its validation)."""
+    stamps = train_run / ".stages"
+    if not (stamps / "train.begun.json").is_file():
+        return True
+    trained = stamps / "train.json"
+    last = run / ".stages" / ("score.json" if scored else "generate.json")
+    if not trained.is_file() or not last.is_file():
+        return False  # trained, or decoded, as we look
+    since = trained.stat().st_mtime_ns
+    decoded = [run / ".stages" / f"{name}.json" for name in ("average", "generate", "score")]
+    return all(p.stat().st_mtime_ns >= since for p in decoded if p.is_file())
 
 
 def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path) -> Optional[dict]:
