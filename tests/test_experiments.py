@@ -259,6 +259,12 @@ def test_killed_and_longer_trainings_continue_from_checkpoint_last(finished, cor
     longer = experiment(
         tmp, corpus, train="--share-all-embeddings " + TRAIN.replace("--max-update 4", "--max-update 6")
     )
+    # every stage after the training runs again, however far from it (the dry run said a
+    # stage two steps away was done: its own stamp matched the unchanged one next to it)
+    proc = mixer_run(longer, "--dry-run", "--only", "ngram", work=tmp / "work")
+    states = re.findall(r"^# (\w+) \(([^)]+)\)$", proc.stdout, re.M)
+    assert states[0] == ("prepare", "done") and len(states) > 3, proc.stdout
+    assert all(state == "to run" for _, state in states[1:]), states
     proc = mixer_run(longer, "--only", "ngram", work=tmp / "work")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     log = (run / "train.log").read_text()

@@ -77,12 +77,18 @@ class Stage:
         return None
 
     def done(self) -> bool:
+        """Stamped with today's commands and inputs, its outputs there, and every stage it
+        depends on done too: its inputs hash only the stamps next to it, so a decode two
+        steps from a training that runs again would read as done until the step between
+        had run again (the runner checks each stage as it comes, but a dry run and the
+        count of stages to run read them all at the start)."""
         rec = self.record()
         return (
             bool(rec)
             and rec["inputs"] == self.inputs()
             and rec["commands"] == self.commands
             and all(p.exists() for p in self.outputs)
+            and all(s.done() for s in self.after)
         )
 
 
