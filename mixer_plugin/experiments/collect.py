@@ -134,8 +134,10 @@ def decoded_since_trained(run: Path, train_run: Path, scored: bool = True) -> bo
     leaves the old decode's scores in place until its own decode replaces them, and those are
     no result of the run the experiment now describes (they showed as one: a run resumed from
     12,500 to a cap of 25,000 read as peaking before the new cap).  A folder no runner trained
-    (no start stamp: made by hand) is read as it is.  ``scored``: the decode ends in a score
-    stage (translation and summarization; a classifier's ends at its validation)."""
+    (no start stamp: made by hand) is read as it is.  Read from the stamps' file times: the
+    runner never copies a work folder (a restored run is read from its record).  ``scored``:
+    the decode ends in a score stage (translation and summarization; a classifier's ends at
+    its validation)."""
     stamps = train_run / ".stages"
     if not (stamps / "train.begun.json").is_file():
         return True
