@@ -119,9 +119,10 @@ def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
     if (run / RECORD).is_file():
         return json.loads((run / RECORD).read_text(encoding="utf-8"))
     src = exp.models[m.decode_of] if m.decode_of else m  # a decode's training is the run it decodes
-    if not decoded_since_trained(run, run_dir(exp, src, seed), scored=exp.kind != "classification"):
+    trained = run_dir(exp, src, seed)
+    if not decoded_since_trained(run, trained, scored=exp.kind != "classification"):
         return None
-    record = read_record(exp, m, seed, run_dir(exp, src, seed) / "train.log", run / f"gen-{m.generate.subset}")
+    record = read_record(exp, m, seed, trained / "train.log", run / f"gen-{m.generate.subset}")
     if record is not None:  # (the stamps only of a finished run)
         record["stages"] = stage_records(run)
     return record
