@@ -358,6 +358,46 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
     assert [y for *_, y in drawn["curves.png"]][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
 
 
+def test_the_curves_mark_where_each_run_peaked(tmp_path, request, monkeypatch):
+    """A table trained until valid BLEU stops improving names each run's peak update; the
+    curves mark that point on every seed's BLEU curve (a star in the row's colour), so a reader
+    sees where each run stopped improving and that the stretch after it was flat."""
+    from matplotlib.figure import Figure
+
+    from mixer_plugin.experiments import collect, report
+
+    make_plots = report.make_plots  # the fixture below leaves plots out
+    until_best = "--eval-bleu --best-checkpoint-metric bleu --maximize-best-checkpoint-metric --patience 2"
+    exp = request.getfixturevalue("fake")(
+        {"A": {"seeds": [1, 2], "train": until_best}, "B": {"train": until_best}}, {"A": 0.1, "B": 0.3}
+    )
+    bleus = {("A", 1): [10, 14, 13, 12], ("A", 2): [11, 12, 15, 14], ("B", 1): [9, 10, 11, 12]}
+    for (name, seed), curve in bleus.items():
+        (tmp_path / "work" / "tiny" / name / f"seed{seed}" / "train.log").write_text(
+            "".join(
+                f"x | INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.0 | bleu {b} | "
+                f"num_updates {250 * (i + 1)}\n"
+                for i, b in enumerate(curve)
+            )
+        )
+    drawn = {}
+    monkeypatch.setattr(
+        Figure,
+        "savefig",
+        lambda fig, path, **kw: drawn.update(
+            {
+                Path(path).name: [
+                    (line.get_marker(), line.get_color(), line.get_xydata().tolist()) for line in fig.axes[1].lines
+                ]
+            }
+        ),
+    )
+    make_plots(exp, collect.collect(exp), tmp_path)
+    a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
+    stars = [(color, xy) for marker, color, xy in drawn["curves.png"] if marker == "*"]
+    assert stars == [(a, [[500.0, 14.0]]), (a, [[750.0, 15.0]]), (b, [[1000.0, 12.0]])], drawn["curves.png"]
+
+
 def test_every_row_keeps_its_own_style_in_the_plots():
     """The leaderboard's 17 rows outnumber matplotlib's ten default colours: its curves drew
     multiNN and talking heads in the same green.  Each row gets its own colour and marker

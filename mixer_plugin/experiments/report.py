@@ -251,11 +251,17 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
                     else dict(lw=0.8, alpha=0.6, label=f"_{run.name}")
                 )
                 ax.plot([p["num_updates"] for p in valid], [p[key] for p in valid], color=color, linestyle=line, **look)
+                if chooser and key == chooser.metric and (top := peak(log, selection(exp, r.model))):
+                    # the update the table names: a reader sees where each run stopped improving
+                    ax.plot([top.update], [top.value], color=color, marker="*", ms=11, mec="black", mew=0.5, ls="")
     if axs[0][0].lines:
         for ax, (_, label) in zip(axs[0], panels):
             ax.set_xlabel("updates")
             ax.set_ylabel(label)
         title = f"{exp.name}: learning curves" + (" (every seed; the first marked)" if several else "")
+        if chooser:
+            title += f"; ★ each run's peak valid {chooser.metric}"
+
         if chooser:
             fig.suptitle(title)
         else:
