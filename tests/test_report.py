@@ -111,14 +111,32 @@ def test_a_summarizer_that_ignores_its_source_shows_in_the_table(fake, tmp_path)
     assert "distinct" not in (tmp_path / "tiny.md").read_text()
 
 
+def plots_drawn(monkeypatch) -> dict:
+    """Figure.savefig replaced: plot file name -> each panel's y label and lines, a line as
+    (label, marker, colour, [[x, y], ...])."""
+    from matplotlib.figure import Figure
+
+    drawn = {}
+
+    def save(fig, path, **kw):
+        drawn[Path(path).name] = [
+            (
+                ax.get_ylabel(),
+                [(ln.get_label(), ln.get_marker(), ln.get_color(), ln.get_xydata().tolist()) for ln in ax.lines],
+            )
+            for ax in fig.axes
+        ]
+
+    monkeypatch.setattr(Figure, "savefig", save)
+    return drawn
+
+
 def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_path, monkeypatch):
     """The summarization leaderboard judged every claim on ROUGE-L while its score-against-
     speed plot drew ROUGE-1, the first metric of the file: the plot ranked local attention,
     multiNN and the transformer on a figure the verdicts never read (multiNN's R-1 lead was
     not significant, its R-L lead was).  A file that scores neither ROUGE nor BLEU (the
     classification experiment: accuracy) keeps its plot, on its own metric."""
-    from matplotlib.figure import Figure
-
     from mixer_plugin.experiments import collect, report
 
     make_plots = report.make_plots  # the fixture below leaves plots out
@@ -127,16 +145,13 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
         run = tmp_path / "work" / "tiny" / name / "seed1"
         (run / "gen-test" / "score.json").write_text(json.dumps({"rouge1": r1, "rouge2": 18.0, "rougeL": rl}))
         (run / "train.log").write_text(TRAIN_LOG_LINE)
-    drawn = {}
-    monkeypatch.setattr(
-        Figure,
-        "savefig",
-        lambda fig, path, **kw: drawn.update(
-            {Path(path).name: [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines]) for ax in fig.axes]}
-        ),
-    )
+    drawn = plots_drawn(monkeypatch)
     make_plots(exp, collect.collect(exp), tmp_path)
-    assert drawn["score_vs_speed.png"] == [("R-L", [36.0, 35.0])], drawn
+
+    def scores_drawn():  # each panel's y label and its rows' scores
+        return [(ylabel, [xy[0][1] for *_, xy in lines]) for ylabel, lines in drawn["score_vs_speed.png"]]
+
+    assert scores_drawn() == [("R-L", [36.0, 35.0])], drawn
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("accuracy",))
     for name, accuracy in {"A": 80.0, "B": 75.0}.items():
         (tmp_path / "work" / "tiny" / name / "seed1" / "gen-test" / "score.json").write_text(
@@ -144,7 +159,7 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
         )
     drawn.clear()
     make_plots(exp, collect.collect(exp), tmp_path)
-    assert drawn["score_vs_speed.png"] == [("accuracy", [80.0, 75.0])], drawn
+    assert scores_drawn() == [("accuracy", [80.0, 75.0])], drawn
 
 
 def kept_baseline(run: Path, name="bootstrap.json") -> str:
@@ -320,8 +335,6 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
     spread 1.93 R-L over its seeds because its validation loss drops in a step that came
     750 updates later for seed 1 than for seeds 2 and 3, and the plot hid it: every seed's
     curve is drawn, in its row's colour, the first one marked and named."""
-    from matplotlib.figure import Figure
-
     from mixer_plugin.experiments import collect, report
 
     make_plots = report.make_plots  # the fixture below leaves plots out
@@ -335,35 +348,23 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
                     for u in (100, 200)
                 )
             )
-    drawn = {}
-    monkeypatch.setattr(
-        Figure,
-        "savefig",
-        lambda fig, path, **kw: drawn.update(
-            {
-                Path(path).name: [
-                    (line.get_label(), line.get_color(), list(line.get_ydata())) for line in fig.axes[0].lines
-                ]
-            }
-        ),
-    )
+    drawn = plots_drawn(monkeypatch)
     make_plots(exp, collect.collect(exp), tmp_path)
     a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
-    assert [(label, color) for label, color, _ in drawn["curves.png"]] == [
+    [(_, lines)] = drawn["curves.png"]
+    assert [(label, color) for label, _, color, _ in lines] == [
         ("A", a),
         ("_seed2", a),
         ("_seed3", a),
         ("B", b),
-    ], drawn["curves.png"]
-    assert [y for *_, y in drawn["curves.png"]][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
+    ], lines
+    assert [[y for _, y in xy] for *_, xy in lines][:3] == [[7.0, 6.0], [6.0, 5.0], [5.0, 4.0]]
 
 
 def test_the_curves_mark_where_each_run_peaked(tmp_path, request, monkeypatch):
     """A table trained until valid BLEU stops improving names each run's peak update; the
     curves mark that point on every seed's BLEU curve (a star in the row's colour), so a reader
     sees where each run stopped improving and that the stretch after it was flat."""
-    from matplotlib.figure import Figure
-
     from mixer_plugin.experiments import collect, report
 
     make_plots = report.make_plots  # the fixture below leaves plots out
@@ -380,22 +381,12 @@ def test_the_curves_mark_where_each_run_peaked(tmp_path, request, monkeypatch):
                 for i, b in enumerate(curve)
             )
         )
-    drawn = {}
-    monkeypatch.setattr(
-        Figure,
-        "savefig",
-        lambda fig, path, **kw: drawn.update(
-            {
-                Path(path).name: [
-                    (line.get_marker(), line.get_color(), line.get_xydata().tolist()) for line in fig.axes[1].lines
-                ]
-            }
-        ),
-    )
+    drawn = plots_drawn(monkeypatch)
     make_plots(exp, collect.collect(exp), tmp_path)
     a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
-    stars = [(color, xy) for marker, color, xy in drawn["curves.png"] if marker == "*"]
-    assert stars == [(a, [[500.0, 14.0]]), (a, [[750.0, 15.0]]), (b, [[1000.0, 12.0]])], drawn["curves.png"]
+    _, (_, lines) = drawn["curves.png"]
+    stars = [(color, xy) for _, marker, color, xy in lines if marker == "*"]
+    assert stars == [(a, [[500.0, 14.0]]), (a, [[750.0, 15.0]]), (b, [[1000.0, 12.0]])], lines
 
 
 def test_every_row_keeps_its_own_style_in_the_plots():
