@@ -226,7 +226,8 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
     style = row_styles([r.model.name for r in results])
     # the loss, and beside it the metric that chooses the checkpoints where one does (valid BLEU
     # of a training run until it stops improving: its peak is the update the table names)
-    chooser = next((c for c in (selection(exp, r.model) for r in results) if c), None)
+    selected = {r.model.name: selection(exp, r.model) for r in results}
+    chooser = next((c for c in selected.values() if c), None)
     panels = [("loss", "valid loss (label-smoothed, base 2)")] + (
         [(chooser.metric, f"valid {chooser.metric}")] if chooser else []
     )
@@ -251,7 +252,8 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
                     else dict(lw=0.8, alpha=0.6, label=f"_{run.name}")
                 )
                 ax.plot([p["num_updates"] for p in valid], [p[key] for p in valid], color=color, linestyle=line, **look)
-                if chooser and key == chooser.metric and (top := peak(log, selection(exp, r.model))):
+                chosen = selected[r.model.name]
+                if chosen and key == chosen.metric and (top := peak(log, chosen)):
                     # the update the table names: a reader sees where each run stopped improving
                     ax.plot([top.update], [top.value], color=color, marker="*", ms=11, mec="black", mew=0.5, ls="")
     if axs[0][0].lines:
@@ -260,10 +262,7 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
             ax.set_ylabel(label)
         title = f"{exp.name}: learning curves" + (" (every seed; the first marked)" if several else "")
         if chooser:
-            title += f"; ★ each run's peak valid {chooser.metric}"
-
-        if chooser:
-            fig.suptitle(title)
+            fig.suptitle(f"{title}; ★ each run's peak valid {chooser.metric}")
         else:
             axs[0][0].set_title(title)
         # beside the curves, not on them
