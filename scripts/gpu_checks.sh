@@ -154,8 +154,7 @@ for part in "${PARTS[@]}"; do
     mkdir -p $WORKDIR/data $WORKDIR/hard && ln -sfn ../data $WORKDIR/hard/data
     step 540 env PRECISION=bf16 MIXER_WORK=$WORKDIR/hard "$PY" -m mixer_plugin.experiments.runner \
       experiments/hard_base_gpu.yaml --jobs 1 --threads 8
-    # the results file, its plots and its runs' records, rendered here (a CPU machine would
-    # render the commands with --cpu), to unpack into results/ as they are
+    # the results file, its plots and its runs' records, to unpack into results/ as they are
     cp -r results/hard_base_gpu.md results/hard_base_gpu "$OUT_DIR/" 2>/dev/null || STATUS=1
     ;;
   esac

@@ -655,6 +655,37 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     assert json.loads((run / ".stages" / "restored.json").read_text())["train"]["finished"] == "tuesday"
 
 
+def test_a_run_trained_on_a_gpu_is_restored_on_a_cpu(fake, tmp_path, monkeypatch):
+    """A committed run is the same run wherever it ran.  A GPU's commands have no --cpu and
+    decode in its precision (--bf16), so a CPU machine read a run committed from a GPU as
+    another run: its results left the GPU's rows out, and re-rendering a committed GPU table
+    there emptied it.  Restored, the run's commands show as they ran, not as a CPU would run
+    them."""
+    from mixer_plugin.experiments import archive, report, runner, spec
+
+    exp = fake({"A": {}}, {"A": 0.3})
+    run = tmp_path / "work" / "tiny" / "A" / "seed1"
+    shutil.rmtree(tmp_path / "work" / "tiny")  # this machine never ran it
+    monkeypatch.setenv("PRECISION", "bf16")
+    monkeypatch.setenv("NGPU", "1")
+    [(label, on_gpu)] = runner.Runner(exp, 1, 1).chains()
+    commit_record(archive.kept_runs(exp) / label, on_gpu)
+    monkeypatch.setenv("NGPU", "0")
+    [(_, on_cpu)] = runner.Runner(exp, 1, 1).chains()
+    assert [s.commands for s in on_cpu] != [s.commands for s in on_gpu]  # --cpu, and fp32 decoding
+    model = spec.load(exp.path).models["A"]
+    assert runner.restore_run(exp, model, 1, on_cpu)
+    record = json.loads((run / "run.json").read_text())
+    shown = report.commands(exp, [report.ModelResult(model, [run], [], [], [], records=[record])])
+    train = next(line for line in shown if line.startswith("- train: "))
+    assert "--bf16" in train and "--cpu" not in train, train
+    # what computes the run still counts: another dropout is another run
+    monkeypatch.setitem(exp.models, "A", dataclasses.replace(model, train=["--dropout", "0.3"]))
+    [(_, other)] = runner.Runner(exp, 1, 1).chains()
+    shutil.rmtree(run)
+    assert not runner.restore_run(exp, exp.models["A"], 1, other)
+
+
 @pytest.mark.parametrize(
     "jobs,threads,runs,cores,want",
     [

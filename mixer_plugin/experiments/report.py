@@ -41,7 +41,7 @@ from .collect import (
     train_flags,
 )
 from .spec import Claim, Experiment, Model, load, paper_figures
-from .stages import flag_value, prep_manifest, prepare_stage, run_stages, shell
+from .stages import flag_value, placed_in, prep_manifest, prepare_stage, run_stages, shell
 
 
 def distinct_cell(r: ModelResult) -> str:
@@ -741,9 +741,13 @@ def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
             src = exp.models[r.model.decode_of]
             trained = run_stages(exp, src, seed, prepare_stage(src.data, src.prepare), None)[0]
         stages = run_stages(exp, r.model, seed, prepare_stage(r.model.data, r.model.prepare), trained)
+        # as the run's record has them: a run restored from another machine (a GPU's, whose
+        # commands have no --cpu) ran those, not the ones this machine would
+        ran = r.records[0].get("stages", {}) if r.records else {}
         md += ["", f"### `{r.model.name}`" + (f" ({r.model.note})" if r.model.note else ""), ""]
         for stage in ([trained] if trained else []) + stages:
-            for argv in stage.commands:
+            recorded = ran.get(stage.name, {}).get("commands") if stage is not trained else None
+            for argv in [placed_in(r.runs[0], a) for a in recorded] if recorded else stage.commands:
                 md.append(f"- {stage.name}: `{shell(argv)}`")
         if "bootstrap_command" in r.extra:
             md.append(f"- bootstrap: `{r.extra['bootstrap_command']}`")

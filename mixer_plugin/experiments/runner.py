@@ -63,6 +63,7 @@ from .stages import (
     Stage,
     StageError,
     StagePaused,
+    beside_device,
     execute,
     flag_value,
     ngpu,
@@ -560,7 +561,10 @@ def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], co
     if stages is None:
         return False
     if any(
-        s.name not in stages or stages[s.name]["commands"] != [portable_in(run, a) for a in s.commands] for s in chain
+        s.name not in stages
+        or [beside_device(a) for a in stages[s.name]["commands"]]
+        != [beside_device(portable_in(run, a)) for a in s.commands]
+        for s in chain
     ):
         return False
     if (run.exists() and not stale) or not copy:

@@ -151,6 +151,13 @@ def portable_in(run: Path, argv: List[str]) -> List[str]:
     return portable(argv, str(PLUGIN.parent), str(run.parents[2]))
 
 
+def placed_in(run: Path, argv: List[str]) -> List[str]:
+    """A recorded (``portable``) command of the run folder ``run`` as it reads here: the
+    inverse of ``portable_in``."""
+    places = {"<work>/": f"{run.parents[2]}/", "<checkout>/": f"{PLUGIN.parent}/"}
+    return [next((here + a[len(p) :] for p, here in places.items() if a.startswith(p)), a) for a in map(str, argv)]
+
+
 def shell(argv: List[str]) -> str:
     """A command as a user types it: this interpreter as ``python``, paths inside the
     checkout relative to it."""
@@ -218,6 +225,17 @@ def command_env(threads: Optional[int] = None, **extra: str) -> Dict[str, str]:
 
 
 PRECISIONS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
+
+
+# the flags that say where a command runs, not what it computes: a run trained in bf16 on a GPU
+# is the same run to a CPU machine, whose commands carry --cpu instead (and decode in fp32),
+# as a run is the same on another CPU or with other threads, whose rounding differs too
+DEVICE_FLAGS = frozenset({"--cpu", *(flag for flags in PRECISIONS.values() for flag in flags)})
+
+
+def beside_device(argv: List[str]) -> List[str]:
+    """``argv`` without ``DEVICE_FLAGS``: what a committed run and today's command must share."""
+    return [a for a in argv if a not in DEVICE_FLAGS]
 
 
 def precision() -> List[str]:
