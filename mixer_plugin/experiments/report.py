@@ -434,7 +434,7 @@ def markdown(
         cells = [
             f"`{r.model.name}`",
             f"{r.log['params']:,}" if r.log["params"] else "–",
-            str(r.log["last_update"]) if r.runs else "–",
+            f"{r.log['last_update']:,}" if r.runs else "–",
             str(len(r.runs)),
             f"{valid[-1]['loss']:.3f}" if valid else "–",
             *(peak_cells(r.logs, selected[r.model.name], cap(exp, r.model)) if chooser else []),
