@@ -504,6 +504,52 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
     assert git("status", "--porcelain") == ""
 
 
+def test_a_campaigns_commit_carries_the_readme_blocks_it_changed(tmp_path, monkeypatch):
+    """--commit rewrites the README's blocks generated from the records it commits and puts
+    the page in the same commit: CI checks that the README is not stale, and a campaign's
+    commit left it stale at every finished run.  A page with the author's edits not committed
+    is left alone (the commit would take them), and the log says so."""
+    from types import SimpleNamespace
+
+    from mixer_plugin.experiments import readme, runner
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+
+    page = tmp_path / "README.md"
+    page.write_text("top\n<!-- generated: t -->\n| a |\n<!-- end generated -->\n")
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    git("add", "README.md")
+    git("commit", "-q", "-m", "start")
+    md = tmp_path / "results" / "tiny.md"
+    (md.with_suffix("") / "runs").mkdir(parents=True)
+    table = {"text": "| a |\n"}
+
+    def write(exp):
+        md.write_text(table["text"])
+        (md.with_suffix("") / "runs" / "score.json").write_text(json.dumps(table))
+        return md
+
+    monkeypatch.setattr(runner.report, "write", write)
+    monkeypatch.setattr(readme, "PAGES", (page,))
+    monkeypatch.setattr(readme, "BLOCKS", {"t": lambda: table["text"]})
+    said = []
+    fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=said.append))
+    table["text"] = "| b |\n"
+    runner.Runner._write_results(fake, commit="b finished")
+    assert git("show", "--stat", "--format=%s", "HEAD").split("\n")[0] == "b finished"
+    assert "README.md" in git("show", "--stat", "--format=", "HEAD") and git("status", "--porcelain") == ""
+    assert page.read_text() == "top\n<!-- generated: t -->\n| b |\n<!-- end generated -->\n"
+    page.write_text(page.read_text().replace("top", "top, edited"))
+    table["text"] = "| c |\n"
+    runner.Runner._write_results(fake, commit="c finished")
+    assert "README.md" not in git("show", "--stat", "--format=", "HEAD") and md.read_text() == "| c |\n"
+    assert "| b |" in page.read_text() and "top, edited" in page.read_text()
+    assert any("README.md has edits not committed" in line for line in said), said
+
+
 def commit_record(kept: Path, chain, **stamp):
     """A committed run's record as the archive writes it, holding ``chain``'s commands as they
     read on any machine (``stages.portable``)."""

@@ -566,8 +566,8 @@ def test_a_run_trained_again_since_its_decode_has_no_result_until_decoded_again(
 def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked(tmp_path, monkeypatch):
     """README's table of an experiment trained until validation stops improving (the converged
     leaderboard): each seed's peak update, the valid BLEU there (mean ± std), test scores from
-    the same committed records; a row that trained to the cap is marked. An experiment with a
-    fixed budget keeps its last valid loss."""
+    the same committed records; a row that trained to the cap is marked, and the rows and seeds
+    not finished yet are named below. An experiment with a fixed budget keeps its last valid loss."""
     from mixer_plugin.experiments import readme
 
     def record(bleus, test, last):
@@ -593,8 +593,9 @@ def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked
                     "results": str(tmp_path / "results" / "conv.md"),
                     "train": train,
                     "models": {
-                        "transformer": {"arch": "mixer_small_attn", "seeds": [1, 2]},
+                        "transformer": {"arch": "mixer_small_attn", "seeds": [1, 2, 3]},
                         "mixer": {"arch": "mixer_small_attn", "note": "a mixer"},
+                        "late": {"arch": "mixer_small_attn"},
                     },
                 },
                 sort_keys=False,
@@ -605,6 +606,8 @@ def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked
     assert table[0] == "| row | seeds | peak update | valid BLEU at peak | BLEU | chrF |"
     assert table[2] == "| `transformer` | 2 | 500 / 250 | 12.20 ± 0.28 | 25.20 ± 0.28 | 50.00 ± 0.00 |"
     assert table[3] == "| `mixer`: a mixer | 1 | 1,000 (cap) | 12.00 | 24.00 | 50.00 |"
+    # a campaign under way names what is still to come below the table
+    assert table[4:] == ["", "Not finished yet: `transformer` (seeds 3), `late`."]
     fixed = readme.score_table("fixed", {"bleu": "BLEU"}).splitlines()
     assert fixed[0] == "| row | seeds | BLEU | valid loss |" and fixed[3] == "| `mixer`: a mixer | 1 | 24.00 | 4.700 |"
 
@@ -638,7 +641,7 @@ def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_fr
     """The converged leaderboard runs the 3,750-update one's rows again (``from:``): each
     report keeps its judged claims beside the results (claims.json), and a table whose rows
     come from another file shows that file's verdict beside its own, and which moved."""
-    from mixer_plugin.experiments import report
+    from mixer_plugin.experiments import readme, report
 
     early = {"A": {"arch": "mixer_small_attn"}, "B": {"arch": "mixer_small_attn", "claims": "> A"}}
     spec = {"name": "early", "data": "debian_en_de", "results": str(tmp_path / "early.md"), "models": early}
@@ -656,3 +659,10 @@ def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_fr
     line = next(x for x in md.splitlines() if x.startswith("| `B` | > A |"))
     assert line.startswith("| `B` | > A | inconclusive (BLEU +0.12, p 0.310) | confirmed (BLEU +40.00, p 0.0")
     assert line.endswith(" | **moved** |")
+    # the README's list of them reads the same records
+    assert (
+        readme.verdicts_moved(exp)
+        == f"- `B` > A: inconclusive (BLEU +0.12, p 0.310) → {line.split(' | ')[3]}: **moved**\n"
+    )
+    (tmp_path / "tiny" / report.VERDICTS).write_text("{}")
+    assert readme.verdicts_moved(exp) == "- none judged in both yet\n"

@@ -8,7 +8,9 @@ written by hand and quotes no figure a block shows.
     python -m mixer_plugin.experiments.readme --check   # exit 1 when a page is stale
 
 The p-values and the verdicts on the papers' claims need the bootstrap over the test set's
-references, so they stay in the results tables the blocks link to.
+references: a block shows them only as the report judged them (its ``claims.json`` beside the
+results file), never computed here.  ``mixer-run --commit`` rewrites the blocks its records
+change (``runner.refresh_pages``).
 """
 
 import argparse
@@ -17,13 +19,13 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 from ..data.prep import atomic_path
 from ..paths import CHECKOUT, shown
-from .archive import committed_runs
+from .archive import committed_runs, results_path
 from .collect import PRIMARY, RECORD, peak, selection
-from .report import cap, peak_cells
+from .report import VERDICTS, cap, claims_beside, moved_cell, peak_cells, verdict_cell
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
@@ -61,7 +63,8 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
     the rows that decode another row's training otherwise (a paper's decoding switches) too.
     An experiment that trains until validation stops improving shows where each seed peaked
     and the validation score there (the results file's columns, read from the same records),
-    so a reader sees that every row converged; otherwise the last validation loss."""
+    so a reader sees that every row converged; otherwise the last validation loss.  Below
+    the table, the rows and seeds of the file not finished yet, while there are any."""
     exp = load(CHECKOUT / "experiments" / f"{name}.yaml")
     chosen = {m.name: selection(exp, m) for m in exp.models.values()}
     until_best = next((c for c in chosen.values() if c), None)
@@ -70,7 +73,8 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
         head += ["peak update", f"valid {PRIMARY.get(until_best.metric, until_best.metric)} at peak"]
     head += list(metrics.values()) + ([] if until_best else ["valid loss"])
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    for model, recs in records(exp).items():
+    done = records(exp)
+    for model, recs in done.items():
         m = exp.models[model]
         if m.decode_of:
             continue
@@ -83,7 +87,30 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
         if not until_best:
             cells.append(mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3))
         lines.append("| " + " | ".join(cells) + " |")
+    waiting = [
+        f"`{m.name}`"
+        + (f" (seeds {', '.join(map(str, m.seeds[len(done.get(m.name, [])) :]))})" if len(m.seeds) > 1 else "")
+        for m in exp.models.values()
+        if not m.decode_of and len(done.get(m.name, [])) < len(m.seeds)
+    ]
+    if waiting:  # a campaign under way: the rows to come, so a short table is not read as the whole
+        lines += ["", f"Not finished yet: {', '.join(waiting)}."]
     return "\n".join(lines) + "\n"
+
+
+def verdicts_moved(exp: Experiment) -> str:
+    """Each paper claim judged both in ``exp`` and in the file its rows come from (``from:``),
+    as a list: the verdict there, the verdict here, and whether it moved (the results file's
+    "claims beside" table, read from the same ``VERDICTS`` records)."""
+    mine_file = results_path(exp).with_suffix("") / VERDICTS
+    mine = json.loads(mine_file.read_text(encoding="utf-8")) if mine_file.is_file() else {}
+    lines = [
+        f"- `{row}` {claim}: {verdict_cell(a)} → {verdict_cell(b)}: {moved_cell(a, b)}"
+        for pairs in claims_beside(exp, mine).values()
+        for row, claim, a, b in pairs
+        if a is not None and b is not None
+    ]
+    return "\n".join(lines or ["- none judged in both yet"]) + "\n"
 
 
 def quickstart() -> str:
@@ -98,6 +125,8 @@ def quickstart() -> str:
 BLOCKS: Dict[str, Callable[[], str]] = {
     "quickstart": quickstart,
     "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
+    "leaderboard_converged": lambda: score_table("leaderboard_converged", {"bleu": "BLEU", "chrf": "chrF"}),
+    "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
 }
 
 
@@ -108,6 +137,18 @@ def render(text: str) -> str:
         return m.group(1) + BLOCKS[m.group(2)]() + m.group(4)
 
     return BLOCK.sub(block, text)
+
+
+def stale_pages(pages: Iterable[Path]) -> Dict[Path, str]:
+    """page -> its text rendered afresh, for each page whose blocks differ from the records.
+    Every page is rendered before any is written: a block nobody generates stops them all."""
+    texts = {page: page.read_text(encoding="utf-8") for page in pages}
+    return {page: fresh for page, text in texts.items() if (fresh := render(text)) != text}
+
+
+def write_page(page: Path, text: str) -> None:
+    with atomic_path(page) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -128,9 +169,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for page in args.pages:
         if not page.is_file():
             raise SystemExit(f"readme: no such page: {shown(page)}")
-    # every page rendered before any is written: a block nobody generates stops them all unchanged
-    texts = {page: page.read_text(encoding="utf-8") for page in args.pages}
-    stale = {page: fresh for page, text in texts.items() if (fresh := render(text)) != text}
+    stale = stale_pages(args.pages)
     if args.check:
         if stale:
             names = ", ".join(shown(page) for page in stale)
@@ -138,8 +177,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 1
         return 0
     for page, fresh in stale.items():
-        with atomic_path(page) as tmp:
-            tmp.write_text(fresh, encoding="utf-8")
+        write_page(page, fresh)
     return 0
 
 

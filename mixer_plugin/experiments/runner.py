@@ -15,7 +15,8 @@ per stage, with the elapsed time and an estimate of what is left; a line every f
 minutes while a model trains.  Finished stages are skipped, a killed training
 continues from its ``checkpoint_last.pt`` (or from the newest checkpoint that loads).
 At the end (and after every run with ``--commit``) the results file is regenerated from
-the run folders, and each run's small outputs are copied beside it.
+the run folders, and each run's small outputs are copied beside it; ``--commit`` commits them,
+with the README's blocks they change (``refresh_pages``).
 
 A campaign that must end by a given time (a session, a SLURM job) pauses instead of being
 killed: after SIGUSR1 (``sbatch --signal=B:USR1@600``) or ``--stop-after 2h30m``, no stage
@@ -51,11 +52,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..data.prep import atomic_path, data_root, sweep_leftovers
 from ..paths import PROJECT, WORK, outside_checkout, shown
-from . import archive, guard, report
+from . import archive, guard, readme, report
 from .collect import RECORD
 from .locks import Held, Lock, release_all
 from .spec import Experiment, ExperimentError, Model, load
@@ -512,13 +513,37 @@ class Runner:
         if repo is not None:
             results_dir = path.with_suffix("")
             sweep_leftovers(results_dir, recursive=True)  # a killed runner's half-built copies: never committed
-            paths = [str(path), str(results_dir)]
+            paths = [str(path), str(results_dir)] + refresh_pages(repo, self.progress.say)
             git(repo, "add", *paths)
             # a re-render that changed nothing (a resumed campaign's skipped runs) is no commit
             if git(repo, "diff", "--cached", "--quiet", "--", *paths).returncode != 0:
                 done = git(repo, "commit", "-q", "-m", commit, "--", *paths)
                 if done.returncode != 0:
                     self.progress.say(f"results: git commit failed: {(done.stderr or done.stdout).strip()[:300]}")
+
+
+def refresh_pages(repo: Path, say: Callable[[str], None]) -> List[str]:
+    """The pages of ``repo`` with blocks generated from the committed run records (the
+    README's tables: ``readme.PAGES``) that the results just written changed, rewritten to go
+    into the same commit, so that a campaign's commit leaves no page stale.  A page with edits
+    not committed yet is left to its author (the commit would take them with it), and said so."""
+    pages = [p for p in readme.PAGES if p.is_file() and p.resolve().is_relative_to(repo.resolve())]
+    try:
+        stale = readme.stale_pages(pages)
+    except (Exception, SystemExit) as e:  # the pages are a by-product: the campaign goes on without them
+        say(f"results: the pages' generated blocks were not rewritten ({e}): python -m mixer_plugin.experiments.readme")
+        return []
+    out = []
+    for page, text in stale.items():
+        if git(repo, "diff", "--quiet", "HEAD", "--", str(page)).returncode != 0:
+            say(
+                f"results: {shown(page)} has edits not committed, so its generated blocks stay stale "
+                "(commit them, then: python -m mixer_plugin.experiments.readme)"
+            )
+            continue
+        readme.write_page(page, text)
+        out.append(str(page))
+    return out
 
 
 def git_repo(path: Path) -> Optional[Path]:
