@@ -87,12 +87,11 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
         if not until_best:
             cells.append(mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3))
         lines.append("| " + " | ".join(cells) + " |")
-    waiting = [
-        f"`{m.name}`"
-        + (f" (seeds {', '.join(map(str, m.seeds[len(done.get(m.name, [])) :]))})" if len(m.seeds) > 1 else "")
-        for m in exp.models.values()
-        if not m.decode_of and len(done.get(m.name, [])) < len(m.seeds)
-    ]
+    waiting = []
+    for m in exp.models.values():
+        left = m.seeds[len(done.get(m.name, [])) :]  # records come in the file's seed order
+        if left and not m.decode_of:
+            waiting.append(f"`{m.name}`" + (f" (seeds {', '.join(map(str, left))})" if len(m.seeds) > 1 else ""))
     if waiting:  # a campaign under way: the rows to come, so a short table is not read as the whole
         lines += ["", f"Not finished yet: {', '.join(waiting)}."]
     return "\n".join(lines) + "\n"

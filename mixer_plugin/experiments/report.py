@@ -107,16 +107,20 @@ def verdicts(results: List[ModelResult]) -> Dict[str, Dict[str, dict]]:
     return out
 
 
-def claims_beside(exp: Experiment, mine: Dict[str, Dict[str, dict]]) -> Dict[str, List[Tuple[str, str, Any, Any]]]:
+def claims_beside(
+    exp: Experiment, mine: Dict[str, Dict[str, dict]]
+) -> Dict[Tuple[str, Path], List[Tuple[str, str, Any, Any]]]:
     """For the rows taken from another experiment file (``from:``), each claim's verdict
-    there beside its verdict here: source file -> (row, claim, theirs, mine), where either
-    verdict is None while that table has not judged it.  The converged leaderboard against
-    the 3,750-update one, whose rows it runs again; theirs read from that file's ``VERDICTS``."""
-    out: Dict[str, List[Tuple[str, str, Any, Any]]] = {}
+    there beside its verdict here: (source file, its results file) -> (row, claim, theirs,
+    mine), where either verdict is None while that table has not judged it.  The converged
+    leaderboard against the 3,750-update one, whose rows it runs again; theirs read from that
+    file's ``VERDICTS``."""
+    out: Dict[Tuple[str, Path], List[Tuple[str, str, Any, Any]]] = {}
     for source in dict.fromkeys(m.source for m in exp.models.values() if m.source and m.claims):
-        theirs_file = results_path(load(exp.path.parent / source)).with_suffix("") / VERDICTS
+        theirs_at = results_path(load(exp.path.parent / source))
+        theirs_file = theirs_at.with_suffix("") / VERDICTS
         theirs = json.loads(theirs_file.read_text(encoding="utf-8")) if theirs_file.is_file() else {}
-        out[source] = [
+        out[source, theirs_at] = [
             (m.name, str(claim), theirs.get(m.name, {}).get(str(claim)), mine.get(m.name, {}).get(str(claim)))
             for m in exp.models.values()
             if m.source == source
@@ -135,14 +139,13 @@ def verdicts_beside(exp: Experiment, mine: Dict[str, Dict[str, dict]], out: Path
     """The results file's table of ``claims_beside``: each claim's verdict in the other file
     and here, and whether it moved."""
     md = []
-    for source, pairs in claims_beside(exp, mine).items():
+    for (source, theirs_at), pairs in claims_beside(exp, mine).items():
         rows = [
             f"| `{name}` | {claim} | {verdict_cell(a)} | {verdict_cell(b)} | {moved_cell(a, b)} |"
             for name, claim, a, b in pairs
             if a is not None or b is not None
         ]
         if rows:
-            theirs_at = results_path(load(exp.path.parent / source))
             link = os.path.relpath(theirs_at, out.parent)
             md += [
                 f"### The claims beside [{theirs_at.name}]({link}) (`{source}`, the rows' own file)",
