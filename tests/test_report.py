@@ -659,10 +659,10 @@ def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_fr
     line = next(x for x in md.splitlines() if x.startswith("| `B` | > A |"))
     assert line.startswith("| `B` | > A | inconclusive (BLEU +0.12, p 0.310) | confirmed (BLEU +40.00, p 0.0")
     assert line.endswith(" | **moved** |")
-    # the README's list of them reads the same records
-    assert (
-        readme.verdicts_moved(exp)
-        == f"- `B` > A: inconclusive (BLEU +0.12, p 0.310) → {line.split(' | ')[3]}: **moved**\n"
-    )
+    # the README's paragraph of them reads the same records
+    assert readme.verdicts_moved(exp) == "Moved: `B` > A (inconclusive → confirmed).\n"
+    kept = dict(before, verdict="confirmed")
+    (tmp_path / "early" / report.VERDICTS).write_text(json.dumps({"B": {"> A": kept}}))
+    assert readme.verdicts_moved(exp) == "Same: `B` > A (confirmed).\n"
     (tmp_path / "tiny" / report.VERDICTS).write_text("{}")
-    assert readme.verdicts_moved(exp) == "- none judged in both yet\n"
+    assert readme.verdicts_moved(exp) == "None judged in both yet.\n"

@@ -25,7 +25,7 @@ from ..data.prep import atomic_path
 from ..paths import CHECKOUT, shown
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, RECORD, peak, selection
-from .report import VERDICTS, cap, claims_beside, moved_cell, peak_cells, verdict_cell
+from .report import VERDICTS, cap, claims_beside, peak_cells
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
@@ -99,17 +99,22 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
 
 def verdicts_moved(exp: Experiment) -> str:
     """Each paper claim judged both in ``exp`` and in the file its rows come from (``from:``),
-    as a list: the verdict there, the verdict here, and whether it moved (the results file's
-    "claims beside" table, read from the same ``VERDICTS`` records)."""
+    as one paragraph, however many claims there are: those whose verdict moved (the verdict
+    there → the verdict here), then those whose verdict stayed.  The gaps and p-values
+    stay in the results file's "claims beside" table, read from the same ``VERDICTS`` records."""
     mine_file = results_path(exp).with_suffix("") / VERDICTS
     mine = json.loads(mine_file.read_text(encoding="utf-8")) if mine_file.is_file() else {}
-    lines = [
-        f"- `{row}` {claim}: {verdict_cell(a)} → {verdict_cell(b)}: {moved_cell(a, b)}"
-        for pairs in claims_beside(exp, mine).values()
-        for row, claim, a, b in pairs
-        if a is not None and b is not None
-    ]
-    return "\n".join(lines or ["- none judged in both yet"]) + "\n"
+    moved: List[str] = []
+    same: List[str] = []
+    for pairs in claims_beside(exp, mine).values():
+        for row, claim, a, b in pairs:
+            if a is not None and b is not None:
+                if a["verdict"] == b["verdict"]:
+                    same.append(f"`{row}` {claim} ({b['verdict']})")
+                else:
+                    moved.append(f"`{row}` {claim} ({a['verdict']} → {b['verdict']})")
+    parts = [f"{label}: {', '.join(claims)}." for label, claims in (("Moved", moved), ("Same", same)) if claims]
+    return " ".join(parts or ["None judged in both yet."]) + "\n"
 
 
 def quickstart() -> str:
