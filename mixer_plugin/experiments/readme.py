@@ -25,7 +25,7 @@ from ..data.prep import atomic_path
 from ..paths import CHECKOUT, shown
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, RECORD, peak, selection
-from .report import VERDICTS, cap, claims_beside, peak_cells
+from .report import VERDICTS, cap, claims_beside, moved, peak_cells
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
@@ -104,16 +104,17 @@ def verdicts_moved(exp: Experiment) -> str:
     stay in the results file's "claims beside" table, read from the same ``VERDICTS`` records."""
     mine_file = results_path(exp).with_suffix("") / VERDICTS
     mine = json.loads(mine_file.read_text(encoding="utf-8")) if mine_file.is_file() else {}
-    moved: List[str] = []
+    changed: List[str] = []
     same: List[str] = []
     for pairs in claims_beside(exp, mine).values():
         for row, claim, a, b in pairs:
-            if a is not None and b is not None:
-                if a["verdict"] == b["verdict"]:
-                    same.append(f"`{row}` {claim} ({b['verdict']})")
-                else:
-                    moved.append(f"`{row}` {claim} ({a['verdict']} → {b['verdict']})")
-    parts = [f"{label}: {', '.join(claims)}." for label, claims in (("Moved", moved), ("Same", same)) if claims]
+            if a is None or b is None:  # judged in one table only, so far
+                continue
+            if moved(a, b):
+                changed.append(f"`{row}` {claim} ({a['verdict']} → {b['verdict']})")
+            else:
+                same.append(f"`{row}` {claim} ({b['verdict']})")
+    parts = [f"{label}: {', '.join(claims)}." for label, claims in (("Moved", changed), ("Same", same)) if claims]
     return " ".join(parts or ["None judged in both yet."]) + "\n"
 
 

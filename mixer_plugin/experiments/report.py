@@ -129,10 +129,16 @@ def claims_beside(
     return out
 
 
+def moved(theirs: dict, mine: dict) -> bool:
+    """Whether a claim's verdict moved between two tables: the results file's "claims beside"
+    and the README's paragraph both read it here."""
+    return theirs["verdict"] != mine["verdict"]
+
+
 def moved_cell(theirs: Optional[dict], mine: Optional[dict]) -> str:
     if theirs is None or mine is None:
         return "–"
-    return "**moved**" if theirs["verdict"] != mine["verdict"] else "same"
+    return "**moved**" if moved(theirs, mine) else "same"
 
 
 def verdicts_beside(exp: Experiment, mine: Dict[str, Dict[str, dict]], out: Path) -> List[str]:
