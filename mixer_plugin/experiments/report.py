@@ -534,8 +534,9 @@ def markdown(
             "training (`--eval-bleu`: its decoding flags, not the table's); (cap): the run trained to "
             "`--max-update` without its stopping rule ending it, so it may not have converged; hours to peak: "
             "the time in training steps up to it (fairseq's train_wall summed over the logged intervals, "
-            "validation and saving left out, so resumes do not count), on the machine that ran it (machines "
-            "differ: compare within one session)"
+            "validation and saving left out, so resumes do not count), on the machines that ran it, added up "
+            "where a run resumed in a later session (machines differ: "
+            + ("compare speeds in the benchmark columns)" if exp.speed else "compare within one session)")
         )
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
