@@ -478,6 +478,7 @@ def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks()
     decoded = result("decoded", [20.0], [1], decode_of="transformer")
     bleu = Selection("bleu", True, patience=8)
     lines = seeds_rule_table([base, near, far, decoded], base, bleu)
+    assert lines[0] == "### Seeds by the rule against `transformer`, on valid BLEU at the peak"
     rows = {line.split(" | ")[0].strip("| `"): line for line in lines if line.startswith("| `")}
     assert set(rows) == {"near", "far"}  # a decode trains nothing: no seeds of its own
     assert "| 25.50 | -0.57 | 0.61 | 3: within the margin |" in rows["near"]

@@ -612,7 +612,8 @@ def seeds_rule_table(results: List[ModelResult], base_r: Optional[ModelResult], 
     rows = [r for r in results if r is not base_r and not r.model.decode_of and first_run(r) is not None]
     if not rows:
         return []
-    head = [f"### Seeds by the rule, on valid {PRIMARY.get(name, name)} at the peak", ""]
+    # named by its baseline: a table with two baselines (the hard rows' pre-norm one) has two
+    head = [f"### Seeds by the rule against `{base_r.model.name}`, on valid {PRIMARY.get(name, name)} at the peak", ""]
     if len(base_peaks) < 2:
         return head + [
             f"The rule waits for `{base_r.model.name}`'s seeds ({len(base_peaks)} of {len(base_r.model.seeds)} "
