@@ -173,6 +173,47 @@ def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
     assert machine()["cpu"]
 
 
+INTEL = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 207
+model name\t: Intel(R) Xeon(R) Processor
+stepping\t: 2
+cpu MHz\t\t: 2299.998
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 143
+model name\t: Intel(R) Xeon(R) Processor
+stepping\t: 8
+"""
+
+
+@pytest.mark.parametrize(
+    "cpuinfo, identity",
+    [
+        (INTEL, {"cpu": "Intel(R) Xeon(R) Processor", "cpu_id": "cpu family 6, model 207, stepping 2"}),
+        (
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n",
+            {"cpu": "AMD EPYC", "cpu_id": "cpu family 25, model 17, stepping 1"},
+        ),
+        ("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n", {}),  # aarch64
+    ],
+    ids=["intel", "amd", "aarch64"],
+)
+def test_the_stamp_tells_cpus_of_one_generic_name_apart(cpuinfo, identity):
+    """A virtual machine's model name can be generic ("Intel(R) Xeon(R) Processor"; "AMD EPYC" named
+    machines that trained the campaign at 0.9 and at 2.2 updates/s).  The stamp keeps the name and
+    adds the first CPU's family, model and stepping numbers; where the text has neither (aarch64),
+    ``machine`` falls back to ``platform``."""
+    from mixer_plugin.experiments.stages import cpu_identity, machine
+
+    assert cpu_identity(cpuinfo) == identity
+    if "cpu family" in Path("/proc/cpuinfo").read_text():
+        assert machine()["cpu_id"].startswith("cpu family ")
+
+
 def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeypatch):
     """A resumed campaign re-renders its table at start and after each run: when nothing but
     the clock changed, the file (and so --commit) is left alone. It used to rewrite the

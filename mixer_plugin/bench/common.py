@@ -10,7 +10,7 @@ question and its own table.
 * FLOPs: :func:`module_macs` (what a module's forward multiplies) and
   :func:`machine_peak` (what the machine could).
 * recording: :func:`run_meta` (command, date, host, commit, versions, load),
-  :func:`command_line`, :func:`cpu_label`; :func:`write_outputs` (the markdown table and
+  :func:`command_line`, :func:`cpu_name`, :func:`cpu_label`; :func:`write_outputs` (the markdown table and
   the JSON it is rendered from, under :data:`RESULTS`) and :func:`rerender`
   (``--from-json``); the options of the layer benchmarks (:func:`add_group_args`).
 """
@@ -415,11 +415,16 @@ def command_line() -> str:
     )
 
 
+def cpu_name() -> str:
+    """The CPU as every training stage's stamp records it (``stages.machine``): the model name,
+    then the family, model and stepping numbers where known, so a benchmark and a training run
+    can be matched to one kind of CPU; ``platform.machine()`` would say only "x86_64"."""
+    return ", ".join(str(machine()[key]) for key in ("cpu", "cpu_id") if machine().get(key))
+
+
 def cpu_label() -> str:
-    """How a benchmark names the CPU it ran on: the model name that every training stage's
-    stamp records too (``stages.machine``), so a benchmark and a training run can be matched
-    to one machine; ``platform.machine()`` would say only "x86_64"."""
-    return f"CPU ({os.cpu_count()} cores, {machine()['cpu']})"
+    """How a benchmark names the CPU it ran on: its cores and ``cpu_name``."""
+    return f"CPU ({os.cpu_count()} cores, {cpu_name()})"
 
 
 def run_meta(device: torch.device) -> dict:
@@ -436,7 +441,7 @@ def run_meta(device: torch.device) -> dict:
         "fairseq": fairseq.__version__,
         "python": platform.python_version(),
         "device": device.type,
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else machine()["cpu"],
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name(),
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "cpu_count": os.cpu_count(),

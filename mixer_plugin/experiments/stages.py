@@ -482,22 +482,42 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
 STOP_POLL = 2.0  # seconds between a training's looks at its log for a new checkpoint (TrainingWatch)
 
 
+def cpu_identity(cpuinfo: str) -> Dict[str, str]:
+    """The first CPU of a ``/proc/cpuinfo`` text: its model name, and its family, model and stepping
+    numbers where the text has them.  A virtual machine's model name can be generic ("Intel(R)
+    Xeon(R) Processor", "AMD EPYC"), the same for CPUs of several generations and speeds; the
+    numbers tell those apart (Intel family 6 model 143 is Sapphire Rapids, 207 Emerald Rapids)."""
+    fields: Dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():  # a blank line ends the first CPU's block
+            break
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    identity = {"cpu": fields["model name"]} if fields.get("model name") else {}
+    numbers = [f"{key} {fields[key]}" for key in ("cpu family", "model", "stepping") if key in fields]
+    if numbers:
+        identity["cpu_id"] = ", ".join(numbers)  # "cpu family 6, model 207, stepping 2"
+    return identity
+
+
 @functools.lru_cache(maxsize=None)
 def machine() -> Dict[str, object]:
-    """What a stage ran on, for its stamp: the CPU model, the cores, torch's version and the
-    GPUs.  Another CPU or library adds floats in another order, so one command with one seed
+    """What a stage ran on, for its stamp: the CPU (``cpu_identity``), the cores, torch's version
+    and the GPUs.  Another CPU or library adds floats in another order, so one command with one seed
     trains differently there (docs/leaderboard_findings.md, "One command, two machines"): the stamp
-    tells which committed runs can be expected to match bit for bit."""
+    tells which committed runs can be expected to match bit for bit, and which ran on one kind of CPU
+    when their hours are compared."""
     try:
-        info = Path("/proc/cpuinfo").read_text()
-        cpu = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
-    except (OSError, StopIteration):
-        cpu = platform.processor() or platform.machine()
+        identity = cpu_identity(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        identity = {}
+    identity.setdefault("cpu", platform.processor() or platform.machine())
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         torch_version = None
-    record: Dict[str, object] = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch_version}
+    record: Dict[str, object] = {**identity, "cores": os.cpu_count(), "torch": torch_version}
     if shutil.which("nvidia-smi"):
         query = subprocess.run(
             ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, check=False
