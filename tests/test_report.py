@@ -489,6 +489,12 @@ def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks()
     )
     # a baseline of one seed by design (a recipe's screen): no seeds rule
     assert seeds_rule_table([result("t", [26.0], [1]), near], result("t", [26.0], [1]), bleu) == []
+    # a row that is other rows' baseline (amendment 2) keeps its three seeds beyond the margin
+    prenorm = result("prenorm", [24.0], [1, 2, 3])
+    lines = seeds_rule_table([base, prenorm, near], base, bleu, baselines=["transformer", "prenorm"])
+    cell = next(line for line in lines if line.startswith("| `prenorm`"))
+    assert "| 1: beyond the margin; 3 as a baseline | 1, 2, 3 |" in cell
+    assert "as a baseline" not in next(line for line in lines if line.startswith("| `near`"))
 
 
 def test_the_recipe_rule_is_applied_step_by_step_on_the_validation_scores_and_waits_for_a_missing_run():
