@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# README command 1, after scripts/install.sh: train, decode and score a transformer and a
-# multiNN model on the bundled Debian EN-DE corpus (data/debian-en-de), on CPU, then print
-# a few translations.  Everything it writes goes under work/ (MIXER_WORK moves it); the
+# README command 1, after scripts/install.sh: train, decode and score the CPU-size multiNN
+# model on the bundled Debian EN-DE corpus (data/debian-en-de), on CPU, then print a few
+# translations.  Everything it writes goes under work/ (MIXER_WORK moves it); the
 # results table is work/quickstart/results.md.  It is `mixer-run experiments/quickstart.yaml`:
 # rerun it to continue where it stopped.
 set -euo pipefail
