@@ -614,7 +614,7 @@ def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked
     assert table[2] == "| `transformer` | 2 | 500 / 250 | 12.20 ± 0.28 | 25.20 ± 0.28 | 50.00 ± 0.00 |"
     assert table[3] == "| `mixer`: a mixer | 1 | 1,000 (cap) | 12.00 | 24.00 | 50.00 |"
     # a campaign under way names what is still to come below the table
-    assert table[4:] == ["", "Not finished yet: `transformer` (seeds 3), `late`."]
+    assert table[4:] == ["", "Not finished yet: `transformer` (seed 3), `late`."]
     fixed = readme.score_table("fixed", {"bleu": "BLEU"}).splitlines()
     assert fixed[0] == "| row | seeds | BLEU | valid loss |" and fixed[3] == "| `mixer`: a mixer | 1 | 24.00 | 4.700 |"
 

@@ -91,7 +91,8 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
     for m in exp.models.values():
         left = m.seeds[len(done.get(m.name, [])) :]  # records come in the file's seed order
         if left and not m.decode_of:
-            waiting.append(f"`{m.name}`" + (f" (seeds {', '.join(map(str, left))})" if len(m.seeds) > 1 else ""))
+            seeds = f" (seed{'s' if len(left) > 1 else ''} {', '.join(map(str, left))})"
+            waiting.append(f"`{m.name}`" + (seeds if len(m.seeds) > 1 else ""))
     if waiting:  # a campaign under way: the rows to come, so a short table is not read as the whole
         lines += ["", f"Not finished yet: {', '.join(waiting)}."]
     return "\n".join(lines) + "\n"
