@@ -42,7 +42,8 @@ def stock_attention(role: Role, dropout: float = 0.0):
     return MultiheadAttention(D, H, dropout=dropout, self_attention=True)
 
 
-def make_mixer(case: Case, dtype=torch.float64, dropout: float = 0.0, seed: int = 0):
+def make_mixer(case: Case, dtype=torch.float64, dropout: float = 0.0, seed: int = 0, activation_dropout: float = 0.0):
+    """The case's mixer, parameters drawn from ``seed``; ``dropout``: --attention-dropout."""
     torch.manual_seed(seed)
     ctx = MixerContext(
         role=case.role,
@@ -52,6 +53,7 @@ def make_mixer(case: Case, dtype=torch.float64, dropout: float = 0.0, seed: int 
         num_heads=case.heads,
         attention_dropout=dropout,
         build_stock=lambda: stock_attention(case.role, dropout),
+        activation_dropout=activation_dropout,
     )
     module = build_mixer(parse_item(case.role.flag, case.spec), ctx)
     return module.to(dtype).eval()

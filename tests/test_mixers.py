@@ -11,7 +11,7 @@ Equivalence checks run in float64 so tolerances can be tight."""
 import pytest
 import torch
 from mixer_cases import Case, D, all_cases, make_mixer, run
-from mixer_refs import NAIVE
+from mixer_refs import ACTIVATIONS, NAIVE
 
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
 from mixer_plugin.mixers.ngram import window_gemm
@@ -378,6 +378,85 @@ def test_autocast_forward_backward(case, device, dtype):
     assert torch.isfinite(out.float()).all()
     assert torch.isfinite(xg.grad).all()
     assert all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
+
+
+# ------------------------------------------------------------------ dropout
+def samples_in_training(case) -> bool:
+    """A training forward that draws its retrievals (``hard``): random at any dropout."""
+    return case.spec.split(":")[0] == "hard"
+
+
+def forward_seeded(m, case, seed=5):
+    """One forward with the global RNG (dropout masks, hard's samples) at ``seed``."""
+    x, enc = inputs()
+    torch.manual_seed(seed)
+    return run(m, case, x, enc)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_dropout_at_rate_zero_is_the_eval_computation(case):
+    """At rate 0 (both flags) a training forward is the evaluation forward, bit for bit:
+    no mask is drawn and no other kernel runs.  (``hard`` samples in training whatever
+    the rate; two seeded training forwards must agree instead.)"""
+    m = make_mixer(case)
+    if samples_in_training(case):
+        m.train()
+        assert torch.equal(forward_seeded(m, case), forward_seeded(m, case))
+        return
+    ref = forward_seeded(m.eval(), case)
+    assert torch.equal(forward_seeded(m.train(), case), ref)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_attention_dropout_acts_in_training_only(case):
+    """--attention-dropout reaches every mixer (what each drops: its module docstring):
+    in training it changes the output, in evaluation it changes nothing."""
+    plain, dropped = make_mixer(case), make_mixer(case, dropout=0.3)
+    assert torch.equal(forward_seeded(dropped.eval(), case), forward_seeded(plain.eval(), case))
+    assert not torch.allclose(forward_seeded(dropped.train(), case), forward_seeded(plain.train(), case))
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_activation_dropout_reaches_every_activation(case):
+    """--activation-dropout acts after a mixer's own activation (``ACTIVATIONS`` of its
+    reference module: multiNN's ReLU), in training only; a mixer without one is
+    unchanged by it."""
+    plain, dropped = make_mixer(case), make_mixer(case, activation_dropout=0.3)
+    assert torch.equal(forward_seeded(dropped.eval(), case), forward_seeded(plain.eval(), case))
+    changed = not torch.equal(forward_seeded(dropped.train(), case), forward_seeded(plain.train(), case))
+    assert changed == (case.spec.split(":")[0] in ACTIVATIONS)
+
+
+NGRAM_CASES = [c for c in CASES if c.spec.split(":")[0] == "ngram"]
+
+
+@pytest.mark.parametrize("case", NGRAM_CASES, ids=ids(NGRAM_CASES))
+def test_ngram_slot_dropout_kernels_agree(case):
+    """Window-slot dropout through the GEMM kernel's own backward equals autograd
+    through the unfolded windows (``kernel=conv``'s path under dropout), with the same
+    mask: output and every gradient."""
+    spec = case.spec.replace(":kernel=conv", "")
+    grads = []
+    for kernel in ("gemm", "conv"):
+        c = Case(f"{spec}:kernel={kernel}", case.role)
+        m = make_mixer(c, seed=3, dropout=0.4).train()
+        x, enc = inputs(T=9, B=3)
+        xg = x.clone().requires_grad_()
+        torch.manual_seed(11)
+        out = run(m, c, xg, enc, key_padding_mask=fairseq_padding("left", 9))
+        out.pow(2).sum().backward()
+        grads.append([out, xg.grad] + [p.grad for p in m.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, **TOL)
+
+
+def test_ngram_slot_dropout_drops_whole_slots():
+    """At rate 1 every slot (and the global term) is dropped: eq. (5) is its bias alone,
+    so every position's output is the same."""
+    case = next(c for c in CASES if c.spec == "ngram:global=1")
+    m = make_mixer(case, dropout=1.0).train()
+    out = forward_seeded(m, case)
+    assert torch.allclose(out, out[:1].expand_as(out))
 
 
 # ----------------------------------------------------------- mixer-specific

@@ -80,6 +80,25 @@ def test_mixer_summary_reflects_specs():
     ]
 
 
+@pytest.mark.parametrize(
+    "flags,slot,act",
+    [
+        ([], 0.0, 0.0),
+        (["--attention-dropout", "0.2", "--activation-dropout", "0.3"], 0.2, 0.3),
+        (["--relu-dropout", "0.3"], 0.0, 0.3),
+    ],
+)
+def test_dropout_flags_reach_the_ngram_mixers(flags, slot, act):
+    """fairseq's --attention-dropout and --activation-dropout reach every multiNN layer of a
+    built model (window slots and the ReLU; docs/multinn.md), as they reach attention and
+    the FFN; the legacy --relu-dropout stands in for --activation-dropout as in the stock
+    layers."""
+    model = build("mixer_small_hybrid", 50, TINY + EVERY_MIXER + flags)
+    ngrams = [m for m in model.modules() if type(m).__name__ == "NgramMixer"]
+    assert len(ngrams) == 2
+    assert all((m.slot_dropout, m.activation_dropout) == (slot, act) for m in ngrams)
+
+
 BAD_SPECS = [
     (["--encoder-mixers", "ngram,ngram,ngram"], "--encoder-mixers"),  # 3 specs, 2 layers
     (["--decoder-mixers", "ngram:global=1"], "--decoder-mixers"),  # encoder-only option

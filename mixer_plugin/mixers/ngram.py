@@ -27,6 +27,19 @@ Readings the paper leaves open, each a named option (docs/multinn.md):
   * Neighbours outside the sentence (and padding) are zero vectors, so padding
     never leaks into a window; the global max ignores padding.
 
+Dropout (the paper states none; its recipe is fairseq's transformer's, whose
+attention and activation dropout reach only attention and the FFN):
+  * ``--attention-dropout`` p drops *window slots*: the term x_{t+w}^(k) W^(k)_w of
+    eq. (5) (and eq. 8's global term) is zeroed for one (t, k, w) with probability p
+    and the rest scaled by 1/(1-p).  That is what attention dropout does to
+    a_{t,s} v_s, one neighbour's contribution to one head at one position, so the
+    two mixers are regularised alike.  In eq. (5)'s terms the mask sits inside the
+    concatenation: [m_1 x_{t-n+1}^(k); ...; m_W x_{t+n-1}^(k)] W^(k).
+  * ``--activation-dropout`` p drops h_t^(k) after the ReLU of eq. (5), before
+    eq. (4)'s W: the place fairseq's FFN drops after fc1's activation (eq. 5 is an
+    FFN over the window, with W as its fc2).
+  Both act only in training; at p = 0 the computation is unchanged.
+
 Eq. (5) for every t and k at once is a grouped 1-D convolution (one group per head,
 W = 2n-1 or n taps).  ``kernel=gemm`` (default) computes it as W batched GEMMs, one per
 window slot, straight on the time-major ``(T, B, C)`` layout; ``kernel=conv`` calls
@@ -99,6 +112,8 @@ class NgramMixer(WindowMixer):
         self.proj = opts.proj
         self.kernel = opts.kernel
         self.global_context = opts.global_context
+        self.slot_dropout = ctx.attention_dropout  # window slots (module docstring)
+        self.activation_dropout = ctx.activation_dropout  # h_t^(k) after the ReLU
 
         # eq. (6): all K projections W_x^(k) in one matrix (no bias: a zero vector
         # must mean "no neighbour" at sentence edges and padding)
@@ -161,15 +176,34 @@ class NgramMixer(WindowMixer):
         ext = self.with_context({"x": xk}, incremental_state)["x"]  # (T+W-1, B, K*d)
         # eq. (5) for all t and k at once; the (T, W*d) windows are never built
         W = self.ngram_weight.view(K, self.window, d, self.d_out)  # row w*d + i: slot w, feature i
-        window_sums = window_gemm if self.kernel == "gemm" else window_conv
-        h = window_sums(ext, W, T).reshape(T * B, K, self.d_out)  # (T*B, K, d_out)
-        h = h + self.ngram_bias
+        keep = self.slot_keep(T * B, x)  # (W+1, K, T*B, 1) or None: the global term is slot W
+        if keep is None:
+            window_sums = window_gemm if self.kernel == "gemm" else window_conv
+            h = window_sums(ext, W, T)  # (T, B, K*d_out)
+        else:
+            window_sums = window_gemm if self.kernel == "gemm" else window_unfold
+            h = window_sums(ext, W, T, keep[: self.window])
+        h = h.reshape(T * B, K, self.d_out) + self.ngram_bias  # (T*B, K, d_out)
         if self.global_weight is not None:
             g = self.global_max(xk, key_padding_mask).view(B, K, d)  # eq. (7)
             hg = torch.einsum("bki,kio->bko", g, self.global_weight)  # (B, K, d_out)
-            h = h.view(T, B, K, self.d_out) + hg  # eq. (8), broadcast over t
+            if keep is None:
+                h = h.view(T, B, K, self.d_out) + hg  # eq. (8), broadcast over t
+            else:
+                h = h.view(T, B, K, self.d_out) + hg * keep[-1].view(K, T, B, 1).permute(1, 2, 0, 3)
         h = torch.relu(h).reshape(T, B, K * self.d_out)  # concat heads
+        h = F.dropout(h, p=self.activation_dropout, training=self.training)
         return (h if self.out_proj is None else self.out_proj(h)), None  # eq. (4)
+
+    def slot_keep(self, rows: int, like: Tensor) -> Optional[Tensor]:
+        """The attention-dropout analogue (module docstring): a scaled keep mask per
+        window slot (and one for eq. 8's global term), head and output row ``(W+1, K,
+        rows, 1)``, values 0 or 1/(1-p); None when it does nothing (eval, or p = 0)."""
+        p = self.slot_dropout
+        if not self.training or p <= 0:
+            return None
+        keep = like.new_empty(self.window + 1, self.num_heads, rows, 1)
+        return keep.bernoulli_(1 - p).div_(1 - p) if p < 1 else keep.zero_()
 
     @staticmethod
     def global_max(xk: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
@@ -184,20 +218,35 @@ class NgramMixer(WindowMixer):
         return g.masked_fill(pad.all(dim=0), 0.0)
 
 
-def window_gemm(ext: Tensor, weight: Tensor, T: int) -> Tensor:
+def window_gemm(ext: Tensor, weight: Tensor, T: int, keep: Optional[Tensor] = None) -> Tensor:
     """Eq. (5) before its bias and ReLU, for every position and head:
 
-        out[t, b, k] = sum_w ext[t + w, b, k] @ weight[k, w]
+        out[t, b, k] = sum_w keep[w, k, t*B + b] * (ext[t + w, b, k] @ weight[k, w])
 
     ext ``(T+W-1, B, K*d)`` (the context-extended, time-major input), weight
-    ``(K, W, d, d_out)`` -> ``(T, B, K*d_out)``.  Under autocast it runs in the
-    autocast dtype, as conv1d would."""
+    ``(K, W, d, d_out)``, ``keep`` ``(W, K, T*B, 1)`` the window-slot dropout mask or None
+    (all ones) -> ``(T, B, K*d_out)``.  Under autocast it runs in the autocast dtype, as
+    conv1d would."""
     device = ext.device.type
     if torch.is_autocast_enabled(device):
         dtype = torch.get_autocast_dtype(device)
         with torch.autocast(device, enabled=False):
-            return _WindowGemm.apply(ext.to(dtype).contiguous(), weight.to(dtype), T)
-    return _WindowGemm.apply(ext.contiguous(), weight, T)
+            keep = None if keep is None else keep.to(dtype)
+            return _WindowGemm.apply(ext.to(dtype).contiguous(), weight.to(dtype), T, keep)
+    return _WindowGemm.apply(ext.contiguous(), weight, T, keep)
+
+
+def window_unfold(ext: Tensor, weight: Tensor, T: int, keep: Tensor) -> Tensor:
+    """The sums of :func:`window_gemm` with a slot mask, from the unfolded windows
+    ``(T, B, K, W, d)`` and autograd: ``kernel=conv``'s path under window-slot dropout
+    (conv1d cannot mask a tap per output position), and the check of the GEMM's
+    masked backward."""
+    K, W, d, d_out = weight.shape
+    B = ext.size(1)
+    windows = ext.unfold(0, W, 1).reshape(T, B, K, d, W)  # windows[t, b, k, i, w] = ext[t + w, b, k*d + i]
+    mask = keep.view(W, K, T, B).permute(2, 3, 1, 0)  # (T, B, K, W)
+    h = torch.einsum("tbkiw,tbkw,kwio->tbko", windows, mask.to(ext.dtype), weight)  # (T, B, K, d_out)
+    return h.reshape(T, B, K * d_out)
 
 
 def window_conv(ext: Tensor, weight: Tensor, T: int) -> Tensor:
@@ -218,33 +267,38 @@ class _WindowGemm(torch.autograd.Function):
     gradient and add W of them."""
 
     @staticmethod
-    def forward(ctx: Any, ext: Tensor, weight: Tensor, T: int) -> Tensor:
+    def forward(ctx: Any, ext: Tensor, weight: Tensor, T: int, keep: Optional[Tensor]) -> Tensor:
         Te, B, _ = ext.shape
         K, W, d, d_out = weight.shape
         rows = ext.view(Te * B, K, d).transpose(0, 1)  # (K, Te*B, d), a view
         out = ext.new_zeros(K, T * B, d_out)  # head-major accumulator
         for w in range(W):  # slot w of row t is row t + w of ext
-            out.baddbmm_(rows[:, w * B : (w + T) * B], weight[:, w])
-        ctx.save_for_backward(ext, weight)
+            if keep is None:
+                out.baddbmm_(rows[:, w * B : (w + T) * B], weight[:, w])
+            else:  # window-slot dropout: slot w's term masked per (head, output row)
+                out.addcmul_(torch.bmm(rows[:, w * B : (w + T) * B], weight[:, w]), keep[w])
+        ctx.save_for_backward(ext, weight, keep)
         ctx.T = T
         return out.transpose(0, 1).reshape(T, B, K * d_out)  # (T, B, K*d_out)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], None]:
-        ext, weight = ctx.saved_tensors
+    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], None, None]:
+        ext, weight, keep = ctx.saved_tensors
         T = ctx.T
         Te, B, C = ext.shape
         K, W, d, d_out = weight.shape
         g = grad.reshape(T * B, K, d_out).transpose(0, 1).contiguous()  # (K, T*B, d_out)
+        # slot w's output gradient: g itself, or g through its keep mask
+        g_slot = (lambda w: g) if keep is None else (lambda w: g * keep[w])  # noqa: E731
         grad_ext = grad_weight = None
         if ctx.needs_input_grad[0]:
             g_rows = ext.new_zeros(K, Te * B, d)  # head-major
             for w in range(W):
-                g_rows[:, w * B : (w + T) * B].baddbmm_(g, weight[:, w].transpose(1, 2))
+                g_rows[:, w * B : (w + T) * B].baddbmm_(g_slot(w), weight[:, w].transpose(1, 2))
             grad_ext = g_rows.transpose(0, 1).reshape(Te, B, C)
         if ctx.needs_input_grad[1]:
             rows = ext.view(Te * B, K, d).transpose(0, 1)  # (K, Te*B, d)
             grad_weight = torch.stack(
-                [torch.bmm(rows[:, w * B : (w + T) * B].transpose(1, 2), g) for w in range(W)], dim=1
+                [torch.bmm(rows[:, w * B : (w + T) * B].transpose(1, 2), g_slot(w)) for w in range(W)], dim=1
             )  # (K, W, d, d_out)
-        return grad_ext, grad_weight, None
+        return grad_ext, grad_weight, None, None

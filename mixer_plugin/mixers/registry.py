@@ -58,11 +58,16 @@ class MixerContext:
     embed_dim: int
     kv_dim: int  # width of keys/values: the encoder's for cross-attention
     num_heads: int  # the layer's --*-attention-heads, the default for `heads`
+    # --attention-dropout: every mixer applies it to what it mixes by (the attention
+    # probabilities; multiNN: each head's window slots, its analogue of them)
     attention_dropout: float
     # builds the stock fairseq MultiheadAttention for this slot (used by `attn`)
     build_stock: Callable[[], nn.Module]
     # layers of this stack (--encoder-layers / --decoder-layers); None outside a model
     num_layers: Optional[int] = None
+    # --activation-dropout: after a mixer's own activation, where it has one (multiNN's
+    # ReLU), as fairseq's FFN applies it after fc1's
+    activation_dropout: float = 0.0
 
 
 @dataclass(frozen=True)

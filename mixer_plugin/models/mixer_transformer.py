@@ -128,6 +128,7 @@ def _context(
         kv_dim=kv_dim,
         num_heads=num_heads,
         attention_dropout=cfg.attention_dropout,
+        activation_dropout=cfg.activation_dropout or (cfg.relu_dropout or 0.0),  # as the stock layers read it
         build_stock=build_stock,
         num_layers=cfg.encoder.layers if role is Role.ENCODER_SELF else cfg.decoder.layers,
     )

@@ -42,6 +42,8 @@ def naive_ngram(m, case, x, enc, pad):
 
 
 NAIVE = {"ngram": naive_ngram}
+ACTIVATIONS = {"ngram"}  # eq. (5)'s ReLU
+
 READINGS = {
     "ngram": [
         ("ngram:global=1", {Role.ENCODER_SELF}),
