@@ -6,6 +6,8 @@ one segment a line.
     mixer-score HYP REF --hyp-tok HYP.tok --ref-tok REF.tok --compound-split  # + tokenized BLEU
     mixer-score HYP REF --seed-hyps HYP2 HYP3              # 3 seeds: mean +- std
     mixer-score HYP REF --baseline BASE_HYP                # paired bootstrap vs a baseline
+    mixer-score H1 REF --seed-hyps H2 H3 --baseline B1 --baseline-seed-hyps B2 B3 --pooled
+                                                          # the gap between seed means and its p
     mixer-score HYP REF --sources SOURCES                  # + each source's own scores
 
 Metrics (``--metrics``, comma-separated; default ``bleu,chrf``):
@@ -355,6 +357,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     p.add_argument("--seed-hyps", nargs="+", default=[], metavar="HYP", help="other seeds of the same system")
     p.add_argument("--baseline", metavar="HYP", help="baseline hypotheses for paired bootstrap resampling")
     p.add_argument("--baseline-tok", metavar="FILE", help="the baseline's tokenized hypotheses (for tok_bleu)")
+    p.add_argument("--baseline-seed-hyps", nargs="+", default=[], metavar="HYP", help="other seeds of the baseline")
+    p.add_argument(
+        "--pooled",
+        action="store_true",
+        help="also the gap between the seed means (HYP and --seed-hyps against --baseline and "
+        "--baseline-seed-hyps) and its p, from one paired bootstrap (mixer_plugin/significance.py)",
+    )
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap samples [1000]")
     p.add_argument("--label", help="a name for the system, kept in the JSON")
     p.add_argument("--sources", metavar="FILE", help="the source of each reference line: scores per source too")
@@ -364,6 +373,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     except ScoreError as e:
         print(f"mixer-score: error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+def cli(argv: Optional[Sequence[str]] = None) -> None:
+    """The ``mixer-score`` command: :func:`main`, exiting 0 (a console script exits with what
+    its function returns, and :func:`main` returns the scores)."""
+    main(argv)
 
 
 def score_files(args: argparse.Namespace) -> Dict:
@@ -455,6 +470,18 @@ def score_files(args: argparse.Namespace) -> Dict:
         base, base_tok = load(args.baseline, args.baseline_tok or derived, "baseline")
         result["baseline"] = args.baseline
         result["bootstrap"] = bootstrap(loaded[0][0], base, refs, metrics, loaded[0][1], base_tok, refs_tok, options)
+        if args.pooled:
+            from .significance import pooled_bootstrap
+
+            bases = [base] + [load(h, h, "baseline")[0] for h in args.baseline_seed_hyps]
+            result["pooled"] = {
+                k: pooled_bootstrap([h for h, _ in loaded], bases, refs, k, options.samples)
+                for m in metrics
+                for k in headline(m)
+                if k in ("bleu", "chrf", "rouge1", "rouge2", "rougeL")
+            }
+    elif args.pooled or args.baseline_seed_hyps:
+        raise ScoreError("--pooled and --baseline-seed-hyps need --baseline")
 
     for k in values:
         line = f"{k}: {result[k]:.2f}"
@@ -476,6 +503,12 @@ def score_files(args: argparse.Namespace) -> Dict:
         print(
             f"paired bootstrap {name}: baseline {b['baseline']:.2f} -> system {b['system']:.2f} "
             f"(95% CI +-{b['system_ci95']:.2f}), p = {b['p_value']:.4f}"
+        )
+    for name, b in result.get("pooled", {}).items():
+        print(
+            f"pooled bootstrap {name}: {len(b['system'])} against {len(b['baseline'])} runs, "
+            f"gap between the means {b['delta']:+.2f} (95% CI {b['ci95'][0]:+.2f} .. {b['ci95'][1]:+.2f}), "
+            f"p = {b['p_value']:.4f}"
         )
     if args.json:
         tmp = args.json + ".tmp"

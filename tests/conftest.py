@@ -232,6 +232,7 @@ def fake(tmp_path, monkeypatch):
     seed) given a finished-looking run folder in a private work/."""
     import random
 
+    from mixer_plugin import scoring
     from mixer_plugin.experiments import report, spec
 
     work_at(monkeypatch, tmp_path / "work")
@@ -253,7 +254,11 @@ def fake(tmp_path, monkeypatch):
                 r = random.Random(f"{name}{seed}")
                 hyp = [" ".join(w if r.random() > noise[name] else "xx" for w in line.split()) for line in refs]
                 (gen / "hyp.txt").write_text("\n".join(hyp) + "\n")
-                (gen / "score.json").write_text(json.dumps({"bleu": 100 * (1 - noise[name]) + seed}))
+                # the run's score is its hypotheses', as the score stage gives it: the claims
+                # judge the gap the bootstrap recomputes from them
+                (gen / "score.json").write_text(
+                    json.dumps({"bleu": round(scoring.score(hyp, refs, ["bleu"])["bleu"], 2)})
+                )
         path = tmp_path / "tiny.yaml"
         path.write_text(
             yaml.safe_dump(

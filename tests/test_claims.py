@@ -108,3 +108,78 @@ def test_the_recipe_rule_keeps_the_choice_unless_a_later_candidate_beats_it_by_m
     assert [s.taken for s in steps[1:]] == [s.gain > 0.41 for s in steps[1:]]
     with pytest.raises(ValueError, match="one candidate"):
         choose_in_order([], 0.41)
+
+
+# --------------------------------------------------- the gap and its p, one comparison
+def corpus(seed, n=80):
+    """References, and hypotheses that keep each word with probability ``keep``."""
+    import random
+
+    words = "das ist ein gutes paket für debian und es läuft schnell".split()
+    rnd = random.Random(seed)
+    refs = [" ".join(rnd.choice(words) for _ in range(9)) for _ in range(n)]
+
+    def hyps(keep, s):
+        r = random.Random(s)
+        return [" ".join(w if r.random() < keep else "xx" for w in line.split()) for line in refs]
+
+    return refs, hyps
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_one_run_a_side_is_sacrebleus_paired_bootstrap(metric):
+    """With one run a side the pooled test is sacrebleu's paired bootstrap: same gap, same p."""
+    from mixer_plugin.scoring import bootstrap
+    from mixer_plugin.significance import pooled_bootstrap
+
+    refs, hyps = corpus(0)
+    a, b = hyps(0.8, 1), hyps(0.75, 2)
+    theirs = bootstrap(a, b, refs, [metric])[metric]
+    mine = pooled_bootstrap([a], [b], refs, metric)
+    assert mine["p_value"] == theirs["p_value"]
+    assert mine["delta"] == pytest.approx(theirs["system"] - theirs["baseline"], abs=0.006)
+
+
+def test_the_pooled_gap_is_the_gap_between_the_means_and_its_p_reads_every_seed():
+    """The interacting row's case: its first seed led the transformer's (+0.30, p 0.078) while
+    the means trailed (-0.53); the table printed the mean's gap beside the first seeds' p.
+    Here the gap is the means' and p is that gap's, so a row that loses on the mean cannot
+    borrow the p of the one seed where it won."""
+    from mixer_plugin.scoring import score
+    from mixer_plugin.significance import pooled_bootstrap
+
+    refs, hyps = corpus(1, n=120)
+    mine = [hyps(0.78, s) for s in (1, 2)]
+    theirs = [hyps(0.80, s) for s in (3, 4, 5)]
+    rec = pooled_bootstrap(mine, theirs, refs, "bleu", samples=300)
+    means = [sum(score(h, refs, ["bleu"])["bleu"] for h in side) / len(side) for side in (mine, theirs)]
+    assert rec["delta"] == pytest.approx(means[0] - means[1], abs=1e-3)
+    assert rec["system"] == pytest.approx([score(h, refs, ["bleu"])["bleu"] for h in mine], abs=1e-3)
+    assert rec["ci95"][0] <= rec["delta"] <= rec["ci95"][1]
+    # the runs of one row, in another order: the same comparison
+    again = pooled_bootstrap(mine[::-1], theirs[::-1], refs, "bleu", samples=300)
+    assert again["p_value"] == rec["p_value"] and again["delta"] == pytest.approx(rec["delta"], abs=1e-4)
+
+
+def test_a_zero_gap_has_p_one():
+    """sacrebleu's formula gives two identical systems its least p (1/1001): no gap is no evidence."""
+    from mixer_plugin.significance import pooled_bootstrap
+
+    refs, hyps = corpus(2)
+    a = hyps(0.8, 1)
+    assert pooled_bootstrap([a], [list(a)], refs, "bleu", samples=200)["p_value"] == 1.0
+
+
+SIGNS = [  # mine, theirs, my seeds, their seeds -> signs
+    ([32.80, 32.39, 32.10], [32.50, 33.15, 33.22], ["seed1", "seed2", "seed3"], ["seed1", "seed2", "seed3"], "+−−"),
+    ([25.72], [26.34, 25.82, 25.67], ["seed1"], ["seed1", "seed2", "seed3"], "−−+"),  # one seed: against each
+    ([2.0, 1.0], [1.0, 2.0, 3.0], ["seed2", "seed3"], ["seed1", "seed2", "seed3"], "=−"),  # same seeds paired
+    ([1.0], [1.0], ["seed1"], ["seed1"], "="),
+]
+
+
+@pytest.mark.parametrize("mine,theirs,my_seeds,their_seeds,expected", SIGNS)
+def test_seed_pairs_signs(mine, theirs, my_seeds, their_seeds, expected):
+    from mixer_plugin.experiments.claims import seed_signs
+
+    assert seed_signs(mine, theirs, my_seeds, their_seeds) == expected

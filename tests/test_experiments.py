@@ -118,12 +118,12 @@ def test_results_table_commands_and_kept_outputs(finished):
     table = rows(md)  # the table of every model
     assert set(table) >= {"attn", "ngram", "attn_decoded_hard"}
     assert "| 2 |" in table["attn"] and " ± " in table["attn"]  # two seeds: mean +- std
-    assert "baseline" in table["attn"] and re.search(r"BLEU \d\.\d{3}", table["ngram"])  # bootstrap p
+    assert "baseline" in table["attn"] and re.search(r"BLEU [-+]\d+\.\d\d, p \d\.\d{3}", table["ngram"])  # gap and p
     assert "T1 self-attention 27.20" in table["attn"]
     # each claim judged: vs the baseline (its bootstrap) and vs another row (a bootstrap of its own)
     verdict = (
         r"\*\*(confirmed|refuted|inconclusive)\*\* \(BLEU [-+]\d+\.\d\d"
-        r"( over \d and \d seeds, spread \d+\.\d\d)?, p \d\.\d{3}\)"
+        r"( over \d and \d seeds, seed pairs [-+=−]+, spread \d+\.\d\d)?, p \d\.\d{3}\)"
     )
     assert re.search(rf"≈ attn: {verdict} \|$", table["ngram"]), table["ngram"]
     assert "over 1 and 2 seeds" in table["ngram"]  # one seed against attn's two: attn's mean and spread

@@ -15,6 +15,7 @@ tests/test_cli.py runs the same tools as subprocesses.
 """
 
 import logging
+import re
 
 import pytest
 from conftest import E2E_MODEL_ARGS, E2E_SIZES, E2E_TRAIN_ARGS, E2E_USER_DIR
@@ -184,3 +185,34 @@ def test_interactive(name, trained, e2e_data, tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in out if line.startswith("H-")] == ["H-0", "H-1", "H-2"], out[-20:]
     assert len([line for line in out if line.startswith("A-")]) == 3
+
+
+def test_a_longer_budget_resumed_is_the_unbroken_longer_run(e2e_data, tmp_path):
+    """The converged protocol's version 3 continues runs that stopped at the old cap with a
+    larger ``--max-update``, and every run pauses at a checkpoint and resumes across sessions.
+    That is the unbroken longer run only if nothing of the training depends on the budget
+    (inverse square root does not) and the resumed run restores everything it carries: the
+    weights, Adam's moments, the schedule, the data order mid-epoch and dropout's RNG (every
+    dropout on: residual, attention, activation, multiNN's window slots).  So the two runs
+    must end with the same parameters, bit for bit, and log the same losses."""
+    from conftest import e2e_fairseq
+
+    flags = [
+        str(e2e_data.bin), *E2E_MODEL_ARGS, *E2E_TRAIN_ARGS,
+        "--dropout", "0.1", "--attention-dropout", "0.1", "--activation-dropout", "0.1",
+        "--save-interval-updates", "6", "--max-tokens", "600",
+    ]  # fmt: skip
+
+    def train(save_dir, budget):
+        out = e2e_fairseq("train", *flags, "--save-dir", save_dir, "--max-update", budget).stdout
+        return re.findall(r"\| train_inner \|.* loss=([\d.]+)", out)
+
+    import torch
+
+    resumed, unbroken = tmp_path / "resumed", tmp_path / "unbroken"
+    first = train(resumed, "6")
+    later = train(resumed, "12")  # continues from checkpoint_last.pt (update 6, mid-epoch)
+    whole = train(unbroken, "12")
+    assert len(first) == 6 and first + later == whole
+    a, b = (torch.load(d / "checkpoint_last.pt", weights_only=False)["model"] for d in (resumed, unbroken))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

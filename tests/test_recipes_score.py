@@ -212,3 +212,24 @@ def test_the_library_functions_agree_with_the_command_line(tmp_path):
         score.bootstrap(hyps[:3], base, refs, ["bleu"])
     with pytest.raises(score.ScoreError, match="unknown metric 'blue'"):
         score.score(hyps, refs, ["blue"])
+
+
+def test_pooled_gap_on_the_command_line(tmp_path):
+    """``--pooled``: the gap between the seed means and its p, each row's seeds named by
+    --seed-hyps and --baseline-seed-hyps; the console script exits 0 (it exited 1, printing
+    the scores' dict, because its function returned them)."""
+    from mixer_plugin.scoring import cli
+
+    ref = [f"das paket {i} ist gut und läuft" for i in range(30)]
+    sys_a = write(tmp_path / "a1.txt", ref)
+    sys_b = write(tmp_path / "a2.txt", [r.replace("gut", "schlecht") for r in ref])
+    base = [write(tmp_path / f"b{i}.txt", [r.replace("läuft", "x") for r in ref]) for i in (1, 2)]
+    s = run(
+        tmp_path, ref, ref, "--seed-hyps", sys_b, "--baseline", base[0], "--baseline-seed-hyps", base[1], "--pooled"
+    )
+    pooled = s["pooled"]["bleu"]
+    assert len(pooled["system"]) == 2 and len(pooled["baseline"]) == 2
+    assert pooled["delta"] == pytest.approx(s["bleu"] - s["bootstrap"]["bleu"]["baseline"], abs=0.01)
+    with pytest.raises(SystemExit):  # --pooled without a baseline: one line, exit 2
+        score.main([sys_a, write(tmp_path / "ref.txt", ref), "--pooled"])
+    assert cli([sys_a, str(tmp_path / "ref.txt")]) is None

@@ -41,18 +41,26 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
     from mixer_plugin.experiments.report import claim_cells
     from mixer_plugin.experiments.spec import Claim, Score
 
-    def row(name, bleus, claims=()):
-        model = SimpleNamespace(name=name, claims=list(claims), score=Score(metrics=["bleu", "chrf"]))
-        return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
-
     claim = Claim(">", "transformer")
-    mixer = row("mixer", [25.72], [claim])
-    mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.006}}}
-    cell = claim_cells(mixer, {"transformer": row("transformer", [26.34, 25.82, 25.67])})
-    assert cell == "> transformer: **inconclusive** (BLEU -0.22 over 1 and 3 seeds, spread 0.35, p 0.006)"
+    model = SimpleNamespace(name="mixer", claims=[claim], score=Score(metrics=["bleu", "chrf"]))
+    mixer = ModelResult(model, runs=[None], logs=[], scores=[], decode=[])
+    mixer.extra["claims"] = {claim: compared([25.72], [26.34, 25.82, 25.67], 0.006)}
+    cell = claim_cells(mixer)
+    assert (
+        cell == "> transformer: **inconclusive** (BLEU -0.22 over 1 and 3 seeds, seed pairs −−+, spread 0.35, p 0.006)"
+    )
     # far beyond the spread, the same p is a verdict
-    mixer.scores = [{"bleu": 24.9}]
-    assert "**refuted** (BLEU -1.04" in claim_cells(mixer, {"transformer": row("transformer", [26.34, 25.82, 25.67])})
+    mixer.extra["claims"] = {claim: compared([24.9], [26.34, 25.82, 25.67], 0.006)}
+    assert "**refuted** (BLEU -1.04" in claim_cells(mixer)
+
+
+def compared(mine, theirs, p):
+    """A comparison record as ``collect.pooled`` gives it (seeds 1, 2, ...)."""
+    seeds = lambda xs: [f"seed{i + 1}" for i in range(len(xs))]  # noqa: E731
+    delta = sum(mine) / len(mine) - sum(theirs) / len(theirs)
+    return dict(
+        system=mine, baseline=theirs, p_value=p, delta=delta, system_seeds=seeds(mine), baseline_seeds=seeds(theirs)
+    )
 
 
 def test_train_speed_is_the_median_over_every_seed(tmp_path):
@@ -86,11 +94,12 @@ def test_a_results_file_forgets_the_runs_that_are_gone(fake, tmp_path):
 
     exp = fake({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3})
     report.write(exp)
-    assert "| 91.00 |" in (tmp_path / "tiny.md").read_text()
+    a, b = f"{bleu(tmp_path, 'A'):.2f}", f"{bleu(tmp_path, 'B'):.2f}"
+    assert f"| {a} |" in (tmp_path / "tiny.md").read_text()
     shutil.rmtree(tmp_path / "work" / "tiny")
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
-    assert "| `A` |" in md and "91.00" not in md and "71.00" not in md
+    assert "| `A` |" in md and a not in md and b not in md
 
 
 def test_a_summarizer_that_ignores_its_source_shows_in_the_table(fake, tmp_path):
@@ -162,6 +171,19 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
     assert scores_drawn() == [("accuracy", [80.0, 75.0])], drawn
 
 
+def bleu(tmp_path: Path, model: str, seed: int = 1) -> float:
+    """The fake run's BLEU (its hypotheses' own, from its score.json)."""
+    return json.loads((tmp_path / "work" / "tiny" / model / f"seed{seed}" / "gen-test" / "score.json").read_text())[
+        "bleu"
+    ]
+
+
+def pair_row(first: str, a: float, b: float) -> str:
+    """A seed-by-seed line's pattern: ``first`` cells, then a, b, a - b and any p."""
+    cells = " | ".join(f"{x:.2f}" for x in (a, b)) + f" | {a - b:+.2f} | "
+    return rf"^\| {first} \| {re.escape(cells)}\d\.\d{{3}} \|$"
+
+
 def kept_baseline(run: Path, name="bootstrap.json") -> str:
     """<model>/seed<N> of the baseline run a cached bootstrap compared against."""
     return "/".join(Path(json.loads((run / "gen-test" / name).read_text())["baseline"]).parts[-4:-2])
@@ -186,20 +208,19 @@ def test_rows_name_their_own_baselines_and_seeds_pair_by_seed(fake, tmp_path):
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     table = rows(md)
-    assert "| p vs the row's baseline |" in md
+    assert "| Δ, p vs the row's baseline |" in md
     assert "| baseline |" in table["A"] and "| baseline |" in table["C"]
-    assert re.search(r"\| BLEU \d\.\d{3} vs `C` \|", table["D"]) and re.search(
-        r"\| BLEU \d\.\d{3} vs `A` \|", table["B"]
-    )
-    # the claims' test compares first seeds (B's 2 with A's 1); seed by seed, each run meets
-    # the baseline's run of the same seed, and the table prints that baseline's scores
+    gap = r"\| BLEU [-+]\d+\.\d\d, p \d\.\d{3} \(2 and \d seeds\) vs `%s` \|"
+    assert re.search(gap % "C", table["D"]) and re.search(gap % "A", table["B"])
+    # the first seeds' test pairs B's 2 with A's 1; seed by seed, each run meets the
+    # baseline's run of the same seed, and the table prints that baseline's scores
     work = tmp_path / "work" / "tiny"
     assert kept_baseline(work / "B" / "seed2") == "A/seed1"
     assert kept_baseline(work / "B" / "seed2", "bootstrap-same-seed.json") == "A/seed2"
     assert kept_baseline(work / "B" / "seed3") == "A/seed3"
     assert "Seed by seed against `C`" in md
-    assert re.search(r"^\| `D` \| 2 \| 52\.00 \| 42\.00 \| \+10\.00 \| \d\.\d{3} \|$", md, re.M), md
-    assert re.search(r"^\| `B` \| 2 \| 72\.00 \| 92\.00 \| -20\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert re.search(pair_row("`D` \\| 2", bleu(tmp_path, "D", 2), bleu(tmp_path, "C", 2)), md, re.M), md
+    assert re.search(pair_row("`B` \\| 2", bleu(tmp_path, "B", 2), bleu(tmp_path, "A", 2)), md, re.M), md
 
 
 def test_a_row_with_one_seed_other_than_the_baselines_first_is_shown_against_the_same_seed(fake, tmp_path):
@@ -211,7 +232,7 @@ def test_a_row_with_one_seed_other_than_the_baselines_first_is_shown_against_the
     exp = fake({"A": {"seeds": [1, 2]}, "E": {"seeds": [2]}, "F": {}}, {"A": 0.1, "E": 0.2, "F": 0.3})
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
-    assert re.search(r"^\| `E` \| 2 \| 82\.00 \| 92\.00 \| -10\.00 \| \d\.\d{3} \|$", md, re.M), md
+    assert re.search(pair_row("`E` \\| 2", bleu(tmp_path, "E", 2), bleu(tmp_path, "A", 2)), md, re.M), md
     assert not re.search(r"^\| `F` \| 1 \|", md, re.M), md  # its one pair is the main table's
 
 
@@ -226,9 +247,9 @@ def test_the_baselines_later_seeds_meet_its_first_to_show_what_a_seed_alone_does
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     assert "`A` against its own first seed" in md, md
-    # the fake scores A's seeds 1-3 at 91, 92, 93: each later seed against seed 1
-    assert re.search(r"^\| 2 \| 92\.00 \| 91\.00 \| \+1\.00 \| \d\.\d{3} \|$", md, re.M), md
-    assert re.search(r"^\| 3 \| 93\.00 \| 91\.00 \| \+2\.00 \| \d\.\d{3} \|$", md, re.M), md
+    # each later seed against seed 1
+    for seed in (2, 3):
+        assert re.search(pair_row(str(seed), bleu(tmp_path, "A", seed), bleu(tmp_path, "A", 1)), md, re.M), md
     assert kept_baseline(tmp_path / "work" / "tiny" / "A" / "seed3", "bootstrap-vs-first-seed.json") == "A/seed1"
     exp = fake({"A": {}, "B": {"seeds": [1, 2]}}, {"A": 0.1, "B": 0.3})  # one baseline seed: nothing to show
     report.write(exp)
@@ -414,25 +435,24 @@ def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
     from mixer_plugin.experiments.report import claim_cells
     from mixer_plugin.experiments.spec import Claim, Score
 
-    def row(name, bleus, claims=(), floor=0.0):
-        model = SimpleNamespace(name=name, claims=list(claims), score=Score(metrics=["bleu"], noise_floor=floor))
-        return ModelResult(model, runs=[None] * len(bleus), logs=[], scores=[{"bleu": b} for b in bleus], decode=[])
+    def row(floor, theirs):
+        model = SimpleNamespace(name="mixer", claims=[claim], score=Score(metrics=["bleu"], noise_floor=floor))
+        r = ModelResult(model, runs=[None], logs=[], scores=[], decode=[])
+        r.extra["claims"] = {claim: compared([25.45], theirs, 0.01)}
+        return r
 
     claim = Claim("<", "transformer")
-    transformer = {"transformer": row("transformer", [25.93, 25.82, 25.67])}
+    transformer = [25.93, 25.82, 25.67]
     for floor, expected in (
-        (0.0, "**confirmed** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, p 0.010)"),
-        (0.41, "**inconclusive** (BLEU -0.36 over 1 and 3 seeds, spread 0.13, rerun floor 0.41, p 0.010)"),
+        (0.0, "**confirmed** (BLEU -0.36 over 1 and 3 seeds, seed pairs −−−, spread 0.13, p 0.010)"),
+        (
+            0.41,
+            "**inconclusive** (BLEU -0.36 over 1 and 3 seeds, seed pairs −−−, spread 0.13, rerun floor 0.41, p 0.010)",
+        ),
     ):
-        mixer = row("mixer", [25.45], [claim], floor)
-        mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
-        assert claim_cells(mixer, transformer) == f"< transformer: {expected}"
+        assert claim_cells(row(floor, transformer)) == f"< transformer: {expected}"
     # a row of one seed against a row of one seed: the floor alone
-    mixer = row("mixer", [25.45], [claim], 0.41)
-    mixer.extra["claims"] = {claim: {"bleu": {"p_value": 0.01}}}
-    assert "**confirmed** (BLEU -0.55, rerun floor 0.41, p 0.010)" in claim_cells(
-        mixer, {"transformer": row("transformer", [26.0])}
-    )
+    assert "**confirmed** (BLEU -0.55, rerun floor 0.41, p 0.010)" in claim_cells(row(0.41, [26.0]))
 
 
 def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked():
@@ -660,11 +680,15 @@ def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_fr
     assert [str(c) for c in exp.models["B"].claims] == ["> A"] and exp.models["B"].source == "early.yaml"
     report.write(exp)
     after = json.loads((tmp_path / "tiny" / report.VERDICTS).read_text())["B"]["> A"]
-    assert after["verdict"] == "confirmed" and after["delta"] == 40.0 and after["seeds"] == [1, 1], after
+    gap = bleu(tmp_path, "B") - bleu(tmp_path, "A")
+    assert after["verdict"] == "confirmed" and after["seeds"] == [1, 1], after
+    assert after["delta"] == pytest.approx(gap, abs=0.006)  # the bootstrap's own scores, unrounded
     md = (tmp_path / "tiny.md").read_text()
     assert "### The claims beside [early.md](early.md) (`early.yaml`, the rows' own file)" in md
     line = next(x for x in md.splitlines() if x.startswith("| `B` | > A |"))
-    assert line.startswith("| `B` | > A | inconclusive (BLEU +0.12, p 0.310) | confirmed (BLEU +40.00, p 0.0")
+    assert line.startswith(
+        f"| `B` | > A | inconclusive (BLEU +0.12, p 0.310) | confirmed (BLEU {after['delta']:+.2f}, p 0.0"
+    )
     assert line.endswith(" | **moved** |")
     # the README's paragraph of them reads the same records
     assert readme.verdicts_moved(exp) == "Moved: `B` > A (inconclusive → confirmed).\n"

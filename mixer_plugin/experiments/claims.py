@@ -6,8 +6,12 @@ The protocol (docs/leaderboard.md, "Claims"), fixed before the runs:
 Each row carries the paper's claims for it as orderings against another row: better than
 (``>``), worse than (``<``) or about equal to (``~``).  Each is judged on one metric
 (:func:`claim_metric`: ROUGE-L where the experiment scores ROUGE, else BLEU, else its first
-metric), from the two rows' scores over their seeds and the paired bootstrap's p-value of
-their first seeds (each row's first listed seed: the test chosen before the results).
+metric), from one comparison of the two rows over all their seeds: the gap between their
+means and the p of that gap (``mixer_plugin/significance.py``: a paired bootstrap over the
+test sentences, every seed of both rows in each resample).  Until 2026-12-05 p came from the
+rows' first seeds alone while the gap was the means', so the two could describe different
+comparisons (docs/leaderboard.md, amendment 7); :func:`seed_signs` shows the seed pairs
+beside them.
 
 * The gap is the difference of the two rows' means over their seeds (a row of one seed: its
   score).
@@ -48,8 +52,8 @@ def claim_metric(metrics: Sequence[str]) -> str:
 
 
 def verdict(relation: str, delta: float, p: float, spread: Optional[float] = None) -> str:
-    """A claim's verdict.  ``delta``: this row's mean minus the other's; ``p``: the paired
-    bootstrap of the first seeds; ``spread``: the least gap that counts (the larger seed
+    """A claim's verdict.  ``delta``: this row's mean minus the other's; ``p``: that gap's
+    paired bootstrap; ``spread``: the least gap that counts (the larger seed
     standard deviation and the rerun floor; None when there is neither)."""
     if relation not in RELATIONS:
         raise ValueError(f"a claim's relation is one of {', '.join(RELATIONS)}, not {relation!r}")
@@ -86,6 +90,19 @@ def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: floa
     return Judgement(
         verdict(relation, delta, p, least), delta, p, max(spreads) if spreads else None, floor, (len(mine), len(theirs))
     )
+
+
+def seed_signs(
+    mine: Sequence[float], theirs: Sequence[float], my_seeds: Sequence[str], their_seeds: Sequence[str]
+) -> str:
+    """The sign of each seed pair's gap, this row's run minus the other's: the runs of the
+    same seed where both rows have several, else a one-seed row's run against each of the
+    other's ("+--": ahead of one, behind two).  What a mean hides: a gap one seed makes."""
+    if len(mine) > 1 and len(theirs) > 1:
+        pairs = [(a, theirs[their_seeds.index(s)]) for a, s in zip(mine, my_seeds) if s in their_seeds]
+    else:
+        pairs = [(a, b) for a in mine for b in theirs]
+    return "".join("+" if a > b else "−" if a < b else "=" for a, b in pairs)
 
 
 def seeds_margin(spreads: Sequence[float], floor: float = 0.0) -> float:

@@ -1,8 +1,9 @@
 """An experiment's runs, read from their folders: what each training log says, the scores
 of each seed, decoding speed, the benchmarks named under ``speed:``, and the paired
-bootstraps (each model's first seed against its baseline's and against the other row of
-each of its claims, every later seed against the baseline's run of the same seed, and a
-baseline's later seeds against its first), cached beside the hypotheses they test.
+bootstraps (each row's seed mean against its baseline's and against the other row of each
+of its claims, one test over every seed; seed by seed against the baseline's run of the
+same seed, and a baseline's later seeds against its first), cached beside the hypotheses
+they test.
 
 :func:`collect` gives one :class:`ModelResult` per model; :func:`run_bootstraps` adds the
 p-values to them.  ``claims`` judges them, ``report`` writes them, ``archive`` keeps each
@@ -19,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from .. import scoring
 from ..data.prep import atomic_path, data_root
 from ..paths import PROJECT, shown
+from . import claims
 from .spec import Experiment, Model
 from .stages import flag_value, portable_in, prep_manifest, run_dir, shell, stopping_rule
 from .trainlog import Selection, hours_to, parse_train_log, stopping_point
@@ -273,9 +275,9 @@ def seed_stats(r: ModelResult, key: str) -> Optional[Tuple[float, Optional[float
 
 def first_run(r: ModelResult) -> Optional[int]:
     """The index in ``r.runs`` of the model's first seed (the first it lists), None until
-    that run has finished.  The p-values and claims compare first seeds; another seed
-    standing in for a missing one (a baseline seed being trained again) would change the
-    comparison without a word."""
+    that run has finished.  The comparisons of the means wait for it: without it, another
+    seed standing in for a missing one (a baseline seed being trained again) would change
+    the comparison without a word."""
     names = [run.name for run in r.runs]
     first = f"seed{r.model.seeds[0]}"
     return names.index(first) if first in names else None
@@ -283,11 +285,12 @@ def first_run(r: ModelResult) -> Optional[int]:
 
 # ------------------------------------------------------------ bootstraps
 def run_bootstraps(exp: Experiment, results: List[ModelResult]) -> None:
-    """p-values of each model's first seed against the baseline's (mixer-score's test),
-    and against the other row of each of its claims; and of every later seed against the
-    baseline's run of the same seed, shown seed by seed beside the claims (which stay on
-    the first seeds, the rule fixed before the runs); and of a baseline's later seeds
-    against its first (own_seeds)."""
+    """The comparisons a results table shows.  Of the means (``pooled``): each model against
+    its baseline (the table's gap and p) and against the other row of each of its claims
+    (the verdicts), every finished seed of both rows in one test.  Seed by seed
+    (``paired_bootstrap``, sacrebleu's test): each model's first seed against the baseline's
+    (its per-source figures' pair), every later seed against the baseline's run of the same
+    seed, and a baseline's later seeds against its first (``own_seeds``)."""
     by_name = {r.model.name: r for r in results}
     for r in results:
         base = by_name.get(r.model.score.baseline)
@@ -312,17 +315,60 @@ def run_bootstraps(exp: Experiment, results: List[ModelResult]) -> None:
                 name = "bootstrap.json" if k != i else "bootstrap-same-seed.json"
                 pairs[run.name] = paired_bootstrap(r, base, name, k, base_runs[run.name])[0]
         r.extra["seed_pairs"] = pairs
+    # the comparison of the means (the table's gap and p, the claims): every finished seed
+    # of both rows, once both first seeds have finished (the seed each row names first)
+    ready = lambda x: x.runs and first_run(x) is not None  # noqa: E731
     for r in results:
+        base = by_name.get(r.model.score.baseline)
+        if exp.kind != "classification" and base is not None and base is not r and ready(r) and ready(base):
+            r.extra["pooled"], r.extra["pooled_command"] = pooled(r, base)
         for claim in r.model.claims:
             other = by_name[claim.other]
-            i, j = first_run(r), first_run(other)
-            if i is None or j is None:
-                continue
-            if other.model.name == r.model.score.baseline:
-                boot = r.extra["bootstrap"]
-            else:
-                boot, _ = paired_bootstrap(r, other, f"bootstrap-vs-{other.model.name}.json", i, j)
-            r.extra.setdefault("claims", {})[claim] = boot
+            if ready(r) and ready(other):
+                rec = r.extra["pooled"] if other is base else pooled(r, other)[0]
+                r.extra.setdefault("claims", {})[claim] = rec
+
+
+def pooled(r: ModelResult, other: ModelResult) -> Tuple[dict, str]:
+    """The gap between r's and other's seed means on the claim metric and its p, from one
+    comparison over every finished run of both rows (``significance.pooled_bootstrap``),
+    with each side's seeds; cached in r's work folder while it is the same test (the same
+    runs, their hypotheses unchanged since).  Also the ``mixer-score`` command that gives it."""
+    from ..significance import pooled_bootstrap
+
+    key = claims.claim_metric(r.model.score.metrics)
+    root = data_root(r.model.data, r.model.prepare)
+    ref = root / prep_manifest(root)["references"][r.model.generate.subset]["detok"]
+    subset = r.model.generate.subset
+    mine, theirs = ([run / f"gen-{subset}" / "hyp.txt" for run in x.runs] for x in (r, other))
+    cached = r.runs[0].parent / f"pooled-{key}-vs-{other.model.name}.json"
+    names = {"system_runs": [shown_run(h) for h in mine], "baseline_runs": [shown_run(h) for h in theirs]}
+    argv = [str(mine[0]), str(ref), "--metrics", key] + (["--seed-hyps", *map(str, mine[1:])] if mine[1:] else [])
+    argv += ["--baseline", str(theirs[0])] + (["--baseline-seed-hyps", *map(str, theirs[1:])] if theirs[1:] else [])
+    argv += ["--pooled"]
+    if not (cached.is_file() and pooled_holds(cached, names, mine + theirs)):
+        read = lambda p, what: scoring.read_lines(p, what)  # noqa: E731
+        rec = pooled_bootstrap(
+            [read(h, "hypothesis") for h in mine], [read(h, "baseline") for h in theirs], read(ref, "reference"), key
+        )
+        rec.update(names, system_seeds=[run.name for run in r.runs], baseline_seeds=[run.name for run in other.runs])
+        with atomic_path(cached) as tmp:
+            tmp.write_text(json.dumps(rec, indent=1) + "\n", encoding="utf-8")
+    return json.loads(cached.read_text()), "mixer-score " + shell(argv)
+
+
+def shown_run(hyp: Path) -> str:
+    """A hypothesis file by its run: <model>/seed<N>/gen-<subset>/hyp.txt, the same on every machine."""
+    return "/".join(hyp.parts[-4:])
+
+
+def pooled_holds(cached: Path, names: Dict[str, List[str]], hyps: List[Path]) -> bool:
+    try:
+        rec = json.loads(cached.read_text())
+    except ValueError:
+        return False
+    same = all(rec.get(k) == v for k, v in names.items())
+    return same and cached.stat().st_mtime >= max(p.stat().st_mtime for p in hyps)
 
 
 def own_seeds(base: ModelResult) -> None:

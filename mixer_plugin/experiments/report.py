@@ -58,29 +58,38 @@ def fmt_score(r: ModelResult, key: str) -> str:
     return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
 
 
-def judgement(r: ModelResult, claim: Claim, by_name: Dict[str, ModelResult]) -> Optional[claims.Judgement]:
-    """A row's claim judged (``claims.judge``) on its first seeds' bootstrap and every seed's
-    score, or None while either row has no finished run."""
-    key = claim_metric(r.model)
-    boot = r.extra.get("claims", {}).get(claim)
-    if boot is None or key not in boot:
+def judgement(r: ModelResult, claim: Claim) -> Optional[claims.Judgement]:
+    """A row's claim judged (``claims.judge``) on its one comparison with the other row
+    (``collect.pooled``: every seed's score and the p of the gap between the means), or
+    None while either row has no finished run."""
+    rec = r.extra.get("claims", {}).get(claim)
+    if rec is None:
         return None
-    mine, theirs = seed_stats(r, key)[2], seed_stats(by_name[claim.other], key)[2]
-    return claims.judge(claim.relation, mine, theirs, boot[key]["p_value"], r.model.score.noise_floor)
+    return claims.judge(claim.relation, rec["system"], rec["baseline"], rec["p_value"], r.model.score.noise_floor)
 
 
-def claim_cells(r: ModelResult, by_name: Dict[str, ModelResult]) -> str:
-    """Each claim of a row: its verdict, the gap and the p-value, or what it waits for."""
+def signs(rec: dict) -> str:
+    """The seed pairs' signs of a comparison (``claims.seed_signs``), or "" for one pair."""
+    s = claims.seed_signs(rec["system"], rec["baseline"], rec["system_seeds"], rec["baseline_seeds"])
+    return s if len(s) > 1 else ""
+
+
+def claim_cells(r: ModelResult) -> str:
+    """Each claim of a row: its verdict, the gap, the seed pairs' signs and the p-value of
+    that gap, or what it waits for."""
     key = claim_metric(r.model)
     cells = []
     for claim in r.model.claims:
-        j = judgement(r, claim, by_name)
+        j = judgement(r, claim)
         if j is None:
             cells.append(f"{claim}: waiting for runs")
             continue
+        pairs = signs(r.extra["claims"][claim])
         cells.append(
             f"{claim}: **{j.verdict}** ({PRIMARY[key]} {j.delta:+.2f}"
-            + (f" over {j.seeds[0]} and {j.seeds[1]} seeds, spread {j.spread:.2f}" if j.spread is not None else "")
+            + (f" over {j.seeds[0]} and {j.seeds[1]} seeds" if j.seeds != (1, 1) else "")
+            + (f", seed pairs {pairs}" if pairs else "")
+            + (f", spread {j.spread:.2f}" if j.spread is not None else "")
             + (f", rerun floor {j.floor:.2f}" if j.floor else "")
             + f", p {j.p:.3f})"
         )
@@ -91,11 +100,10 @@ def verdicts(results: List[ModelResult]) -> Dict[str, Dict[str, dict]]:
     """Every judged claim as a small record, row -> claim (as the table writes it) -> its
     verdict, the gap between the means, p and the seeds of each side: what another table of
     the same rows (``verdicts_beside``) reads, kept beside the results (``VERDICTS``)."""
-    by_name = {r.model.name: r for r in results}
     out: Dict[str, Dict[str, dict]] = {}
     for r in results:
         for claim in r.model.claims:
-            j = judgement(r, claim, by_name)
+            j = judgement(r, claim)
             if j is not None:
                 out.setdefault(r.model.name, {})[str(claim)] = {
                     "metric": claim_metric(r.model),
@@ -447,7 +455,7 @@ def markdown(
     if summary:
         head.append("distinct outputs")
     if baselines and exp.kind != "classification":
-        head.append(f"p vs {base}" if base else "p vs the row's baseline")
+        head.append(f"Δ, p vs {base}" if base else "Δ, p vs the row's baseline")
     speeds = bench_speeds(exp)
     head += (["train words/s (x)", "decode sent/s (x)"] if exp.speed else ["train wps", "decode sent/s"]) + ["paper"]
     with_claims = any(r.model.claims for r in results)
@@ -469,11 +477,8 @@ def markdown(
         if summary:
             cells.append(distinct_cell(r))
         if baselines and exp.kind != "classification":
-            boot = r.extra.get("bootstrap", {})
             own = r.model.score.baseline
-            p = ", ".join(
-                f"{PRIMARY.get(k, k)} {v['p_value']:.3f}" for k, v in boot.items() if k in ("bleu", "rouge1", "rougeL")
-            )
+            p = gap_p_cell(r.extra["pooled"], claim_metric(r.model)) if "pooled" in r.extra else ""
             cells.append(
                 "baseline"
                 if own == r.model.name or (own is None and r.model.name in baselines)
@@ -485,7 +490,7 @@ def markdown(
             )
         cells += [*speed_cells(r, speeds, exp), paper_cell(r.model)]
         if with_claims:
-            cells.append(claim_cells(r, by_name) if r.runs else "")
+            cells.append(claim_cells(r) if r.runs else "")
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
     md += choice_table(exp, by_name)
@@ -501,17 +506,20 @@ def markdown(
     sig = next((s.get("bleu_signature") for r in results for s in r.scores if s.get("bleu_signature")), None)
     notes = (
         [
-            "- seeds: mean ± sample standard deviation over the seeds listed; p: paired bootstrap resampling "
-            "(1000 samples), each model's first seed against the baseline's"
+            "- seeds: mean ± sample standard deviation over the seeds listed; Δ, p: the gap between the row's "
+            "mean and its baseline's, and that gap's paired bootstrap over the test sentences (1000 resamples, "
+            "every seed of both rows in each; `mixer_plugin/significance.py`), one comparison (the seed-by-seed "
+            "table below shows each pair)"
         ]
         if baselines
         else []
     )
     if with_claims:
         notes.append(
-            f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: a gap is significant when the paired "
-            f"bootstrap's p < {claims.ALPHA} (first seeds) and, where either row has several seeds, the "
-            "gap between the means (a one-seed row: its score) exceeds the larger seed standard deviation"
+            f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: the gap between the two rows' means (a "
+            f"one-seed row: its score) is significant when its paired bootstrap (every seed of both rows) gives "
+            f"p < {claims.ALPHA} and, where either row has several seeds, the gap exceeds the larger seed "
+            "standard deviation"
             + (
                 f"; and always when the gap exceeds the rerun floor, {first.score.noise_floor:g} points (what "
                 "two runs of one command and seed differed by)"
@@ -520,7 +528,9 @@ def markdown(
             )
             + "; > and < are confirmed when significant in the claimed direction, "
             "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
-            f"confirmed when not and within {claims.EQUAL_MARGIN:g} point, else inconclusive"
+            f"confirmed when not and within {claims.EQUAL_MARGIN:g} point, else inconclusive; seed pairs: the sign "
+            "of each pair's gap (the same seed where both rows have several, else the one seed against each of "
+            "the other's)"
         )
     if summary:
         notes.append(
@@ -554,6 +564,16 @@ def markdown(
         f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)",
     ]
     return "\n".join(md) + "\n"
+
+
+def gap_p_cell(rec: dict, key: str) -> str:
+    """The gap to the baseline and its p, one comparison: "BLEU -0.53, p 0.001 (3 and 3 seeds)"."""
+    seeds = (
+        f" ({len(rec['system'])} and {len(rec['baseline'])} seeds)"
+        if len(rec["system"]) + len(rec["baseline"]) > 2
+        else ""
+    )
+    return f"{PRIMARY.get(key, key)} {rec['delta']:+.2f}, p {rec['p_value']:.3f}{seeds}"
 
 
 def choice_table(exp: Experiment, by_name: Dict[str, ModelResult]) -> List[str]:
@@ -660,8 +680,7 @@ def seeds_rule_table(
 
 def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) -> List[str]:
     """Every seed of the rows with several against the baseline's run of the same seed: the
-    main table's p compares first seeds only, so a first seed that happens to be a row's
-    worst (or the baseline's best) would otherwise go unseen.  A row with one seed is here
+    main table compares the means, which can hide a gap that one seed makes.  A row with one seed is here
     too when that seed is not the baseline's first (a decode of its seed 2 alone): the main
     table's p pairs it with another training."""
     if base_r is None:
@@ -676,8 +695,8 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
     base_score = seed_scores(base_r, key)
     lines = [
         f"Seed by seed against `{base_r.model.name}` (each seed's paired bootstrap against the "
-        f"baseline's run of the same seed; the claims above use the first seeds, the rule fixed "
-        "before the runs):",
+        f"baseline's run of the same seed; the table above and the claims compare the means, "
+        "every seed in one test):",
         "",
         f"| model | seed | {name} | `{base_r.model.name}` | Δ | p |",
         "|---|---|---:|---:|---:|---:|",
@@ -785,8 +804,8 @@ def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
             recorded = ran.get(stage.name, {}).get("commands") if stage is not trained else None
             for argv in [placed_in(r.runs[0], a) for a in recorded] if recorded else stage.commands:
                 md.append(f"- {stage.name}: `{shell(argv)}`")
-        if "bootstrap_command" in r.extra:
-            md.append(f"- bootstrap: `{r.extra['bootstrap_command']}`")
+        if "pooled_command" in r.extra:
+            md.append(f"- Δ and p against the baseline: `{r.extra['pooled_command']}`")
     return md
 
 
