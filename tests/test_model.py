@@ -315,3 +315,24 @@ def test_whole_model_in_half_and_bfloat16(name, dtype):
     model = _family(name).to(dtype).train()
     model(src, lens, prev)[0].float().logsumexp(-1).mean().backward()
     assert all(torch.isfinite(p.grad.float()).all() for p in model.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize(
+    "arch,conv", [("mixer_small_lightconv", "Lightweight"), ("mixer_small_dynamicconv", "Dynamic")]
+)
+def test_fairseqs_convolutions_take_the_recipes_flags(arch, conv):
+    """fairseq's LightConv / DynamicConv as the leaderboard's peers: each arch builds its own
+    convolution (fairseq's argparse default would make both dynamic), Wu et al.'s kernel
+    for each layer's depth, and the recipe's dropouts reach it: --activation-dropout after
+    the FFN's ReLU (the model's --relu-dropout), --attention-dropout on the kernel weights."""
+    model = build(
+        arch, 50, TINY + ["--attention-dropout", "0.2", "--activation-dropout", "0.3"] + ["--encoder-layers", "6"]
+    )
+    convs = [layer.conv for layer in model.encoder.layers]
+    assert all(type(c).__name__.startswith(conv) for c in convs + [layer.conv for layer in model.decoder.layers])
+    assert [c.kernel_size for c in convs] == [3, 7, 15, 31, 31, 31]
+    assert [layer.conv.kernel_size for layer in model.decoder.layers] == [3, 7]
+    assert {layer.relu_dropout_module.p for layer in model.encoder.layers} == {0.3}
+    assert {c.weight_dropout_module.p for c in convs} == {0.2}
+    with pytest.raises(ValueError, match="--encoder-kernel-size-list"):
+        build(arch, 50, TINY + ["--encoder-layers", "8"])

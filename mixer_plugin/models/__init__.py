@@ -5,4 +5,5 @@ before its named architectures."""
 from . import mixer_transformer  # noqa: F401
 from . import architectures  # noqa: F401
 from . import mixer_classifier  # noqa: F401  (the sentence_prediction classifier)
+from . import lightconv  # noqa: F401  (fairseq's LightConv / DynamicConv, the leaderboard's peers)
 # isort: on
