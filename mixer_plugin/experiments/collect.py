@@ -338,8 +338,8 @@ def pooled(r: ModelResult, other: ModelResult) -> Tuple[dict, str]:
 
     key = claims.claim_metric(r.model.score.metrics)
     root = data_root(r.model.data, r.model.prepare)
-    ref = root / prep_manifest(root)["references"][r.model.generate.subset]["detok"]
     subset = r.model.generate.subset
+    ref = root / prep_manifest(root)["references"][subset]["detok"]
     mine, theirs = ([run / f"gen-{subset}" / "hyp.txt" for run in x.runs] for x in (r, other))
     cached = r.runs[0].parent / f"pooled-{key}-vs-{other.model.name}.json"
     names = {"system_runs": [shown_run(h) for h in mine], "baseline_runs": [shown_run(h) for h in theirs]}
@@ -347,9 +347,11 @@ def pooled(r: ModelResult, other: ModelResult) -> Tuple[dict, str]:
     argv += ["--baseline", str(theirs[0])] + (["--baseline-seed-hyps", *map(str, theirs[1:])] if theirs[1:] else [])
     argv += ["--pooled"]
     if not (cached.is_file() and pooled_holds(cached, names, mine + theirs)):
-        read = lambda p, what: scoring.read_lines(p, what)  # noqa: E731
         rec = pooled_bootstrap(
-            [read(h, "hypothesis") for h in mine], [read(h, "baseline") for h in theirs], read(ref, "reference"), key
+            [scoring.read_lines(h, "hypothesis") for h in mine],
+            [scoring.read_lines(h, "baseline") for h in theirs],
+            scoring.read_lines(ref, "reference"),
+            key,
         )
         rec.update(names, system_seeds=[run.name for run in r.runs], baseline_seeds=[run.name for run in other.runs])
         with atomic_path(cached) as tmp:
