@@ -190,7 +190,7 @@ def test_benchmarks_name_the_cpu_model_the_training_stamps_name(tmp_path):
     """A benchmark's table names its CPU as every training stage's stamp does (the model name,
     not "x86_64"), so a speed and a training run can be told to come from one machine."""
     from mixer_plugin.bench import hard_ops
-    from mixer_plugin.experiments.stages import machine
+    from mixer_plugin.files import machine
 
     cpu = common.cpu_name()
     assert cpu.startswith(machine()["cpu"]) and machine().get("cpu_id", "") in cpu

@@ -130,7 +130,7 @@ def corpus(seed, n=80):
 def test_one_run_a_side_is_sacrebleus_paired_bootstrap(metric):
     """With one run a side the pooled test is sacrebleu's paired bootstrap: same gap, same p."""
     from mixer_plugin.scoring import bootstrap
-    from mixer_plugin.significance import pooled_bootstrap
+    from mixer_plugin.scoring.significance import pooled_bootstrap
 
     refs, hyps = corpus(0)
     a, b = hyps(0.8, 1), hyps(0.75, 2)
@@ -146,7 +146,7 @@ def test_the_pooled_gap_is_the_gap_between_the_means_and_its_p_reads_every_seed(
     Here the gap is the means' and p is that gap's, so a row that loses on the mean cannot
     borrow the p of the one seed where it won."""
     from mixer_plugin.scoring import score
-    from mixer_plugin.significance import pooled_bootstrap
+    from mixer_plugin.scoring.significance import pooled_bootstrap
 
     refs, hyps = corpus(1, n=120)
     mine = [hyps(0.78, s) for s in (1, 2)]
@@ -163,7 +163,7 @@ def test_the_pooled_gap_is_the_gap_between_the_means_and_its_p_reads_every_seed(
 
 def test_a_zero_gap_has_p_one():
     """sacrebleu's formula gives two identical systems its least p (1/1001): no gap is no evidence."""
-    from mixer_plugin.significance import pooled_bootstrap
+    from mixer_plugin.scoring.significance import pooled_bootstrap
 
     refs, hyps = corpus(2)
     a = hyps(0.8, 1)

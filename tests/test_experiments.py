@@ -162,7 +162,7 @@ def test_results_table_commands_and_kept_outputs(finished):
 def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
     """One command and seed trains differently on another CPU (docs/leaderboard_findings.md, "One
     command, two machines"), so each committed stamp says what it ran on."""
-    from mixer_plugin.experiments.stages import machine
+    from mixer_plugin.files import machine
 
     tmp, _, _ = finished
     stamps = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "run.json").read_text())["stages"]
@@ -207,7 +207,7 @@ def test_the_stamp_tells_cpus_of_one_generic_name_apart(cpuinfo, identity):
     machines that trained the campaign at 0.9 and at 2.2 updates/s).  The stamp keeps the name and
     adds the first CPU's family, model and stepping numbers; where the text has neither (aarch64),
     ``machine`` falls back to ``platform``."""
-    from mixer_plugin.experiments.stages import cpu_identity, machine
+    from mixer_plugin.files import cpu_identity, machine
 
     assert cpu_identity(cpuinfo) == identity
     if "cpu family" in Path("/proc/cpuinfo").read_text():
@@ -443,8 +443,8 @@ def test_every_committed_experiment_file_loads():
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     import mixer_plugin  # noqa: F401  (registers the archs)
-    from mixer_plugin.data.recipes import recipes
     from mixer_plugin.experiments.spec import load
+    from mixer_plugin.recipes import recipes
 
     known = recipes()
     files = sorted((E2E_REPO / "experiments").glob("*.yaml")) + sorted((E2E_REPO / "configs").rglob("*.yaml"))

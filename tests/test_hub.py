@@ -43,7 +43,7 @@ def prepared(corpus, tmp_path_factory):
     """The tiny corpus through ``mixer-prepare debian_en_de``: what mixer-run leaves in
     work/data/debian_en_de."""
     root = tmp_path_factory.mktemp("hub_data") / "debian_en_de"
-    e2e_run([sys.executable, "-m", "mixer_plugin.data.recipes", "debian_en_de", "--offline", "--workers", "1",
+    e2e_run([sys.executable, "-m", "mixer_plugin.recipes", "debian_en_de", "--offline", "--workers", "1",
              "--corpus", corpus, "--root", root, "--vocab", VOCAB])  # fmt: skip
     for name in ("bin/dict.en.txt", "subword/spm.joint.model", "subword/test.en", "raw/test.en"):
         assert (root / name).is_file(), name

@@ -77,7 +77,7 @@ def test_prepare_then_run_in_a_folder_of_ones_own(installed, corpus):
     prep = run(
         installed,
         "-m",
-        "mixer_plugin.data.recipes",
+        "mixer_plugin.recipes",
         "corpus",
         "--corpus",
         corpus,

@@ -18,8 +18,8 @@ def test_committed_configs_are_in_sync():
 
 
 def test_every_row_and_dataset_has_a_config_and_a_recipe():
-    from mixer_plugin.data.recipes import recipes
     from mixer_plugin.models.architectures import ARCHITECTURES, PAPERS
+    from mixer_plugin.recipes import recipes
 
     have = {p.relative_to(paper_rows.CONFIGS).as_posix() for p in paper_rows.CONFIGS.rglob("*.yaml")}
     prep = recipes()

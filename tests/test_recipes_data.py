@@ -55,7 +55,7 @@ def sgm(segs, lang, kind="srcset"):
 
 def run_recipe(name, *args, check=True):
     proc = subprocess.run(
-        [sys.executable, "-m", "mixer_plugin.data.recipes", name, "--offline", "--workers", "1", *map(str, args)],
+        [sys.executable, "-m", "mixer_plugin.recipes", name, "--offline", "--workers", "1", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -1,4 +1,4 @@
-"""mixer-score (mixer_plugin/scoring.py): every metric against hand-computed values on
+"""mixer-score (mixer_plugin/scoring/): every metric against hand-computed values on
 tiny cases, the compound split, seeds (mean +- std), paired bootstrap, per-source
 scores, and the command line (``mixer-score HYP REF --json OUT``) with its errors."""
 
@@ -47,7 +47,8 @@ def test_bleu_hand_computed(tmp_path):
 
 
 def test_compound_split_as_fairseq(tmp_path):
-    assert score.compound_split("a-b-c d-e -x") == "a ##AT##-##AT## b-c d ##AT##-##AT## e -x"  # perl s///g semantics
+    # perl s///g semantics
+    assert score.metrics.compound_split("a-b-c d-e -x") == "a ##AT##-##AT## b-c d ##AT##-##AT## e -x"
     hyp, ref = ["p q x-y z"], ["p q x-y w"]
     args = (
         "--metrics",

@@ -34,8 +34,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 from torch import nn
 
-from ..data.prep import atomic_path
-from ..experiments.stages import machine
+from ..files import atomic_path, machine
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, MixerSpecError, Role, build_mixer, check_role, parse_item
 from ..paths import CHECKOUT
 from ..paths import RESULTS as PROJECT_RESULTS
@@ -416,7 +415,7 @@ def command_line() -> str:
 
 
 def cpu_name() -> str:
-    """The CPU as every training stage's stamp records it (``stages.machine``): the model name,
+    """The CPU as every training stage's stamp records it (``files.machine``): the model name,
     then the family, model and stepping numbers where known, so a benchmark and a training run
     can be matched to one kind of CPU; ``platform.machine()`` would say only "x86_64"."""
     return ", ".join(str(machine()[key]) for key in ("cpu", "cpu_id") if machine().get(key))

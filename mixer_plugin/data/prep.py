@@ -22,7 +22,6 @@ preprocessing (subword model, tokeniser, case) and where the references are.
 """
 
 import argparse
-import contextlib
 import gzip
 import hashlib
 import html
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
+from ..files import atomic_path, sweep_leftovers
 from ..paths import SHARED_DATA, WORK, shown  # noqa: F401  (SHARED_DATA: the recipes' default)
 
 
@@ -56,49 +56,6 @@ def say(msg: str) -> None:
 
 
 # ----------------------------------------------------------------------- files
-@contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary sibling path; rename it onto ``path`` only on success.  A folder
-    already at ``path`` (left by a run killed after this rename but before its step's
-    marker) is replaced whole: os.replace cannot rename onto a folder that is not empty."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        yield tmp
-        if tmp.is_dir() and path.is_dir():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    finally:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        elif tmp.exists():
-            tmp.unlink()
-
-
-LEFTOVER = re.compile(r"^\..+\.tmp(\d+)$")  # atomic_path's sibling: .<name>.tmp<pid>
-
-
-def sweep_leftovers(folder: Path, recursive: bool = False) -> None:
-    """Remove what atomic_path left in ``folder`` (and its subfolders with ``recursive``)
-    for processes that are gone (a run killed mid-step); a live process's sibling is its
-    work in progress."""
-    for p in folder.iterdir() if folder.is_dir() else ():
-        m = LEFTOVER.match(p.name)
-        if m is None:
-            if recursive and p.is_dir() and not p.is_symlink():
-                sweep_leftovers(p, recursive=True)
-            continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue  # alive (another run on this root), or not ours to signal
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-
-
 def write_lines(path: Path, lines: Iterable[str]) -> int:
     n = 0
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:

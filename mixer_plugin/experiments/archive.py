@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import List
 
-from ..data.prep import atomic_path
+from ..files import atomic_path
 from ..paths import PROJECT, RESULTS, WORK
 from .collect import RECORD, ModelResult
 from .spec import Experiment

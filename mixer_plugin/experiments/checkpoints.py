@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from .. import compat  # noqa: F401  (the weights_only allowlist for fairseq checkpoints)
-from ..data.prep import atomic_path
+from ..files import atomic_path
 from .trainlog import parse_train_log, stopping_point
 
 

@@ -7,7 +7,7 @@ Each row carries the paper's claims for it as orderings against another row: bet
 (``>``), worse than (``<``) or about equal to (``~``).  Each is judged on one metric
 (:func:`claim_metric`: ROUGE-L where the experiment scores ROUGE, else BLEU, else its first
 metric), from one comparison of the two rows over all their seeds: the gap between their
-means and the p of that gap (``mixer_plugin/significance.py``: a paired bootstrap over the
+means and the p of that gap (``mixer_plugin/scoring/significance.py``: a paired bootstrap over the
 test sentences, every seed of both rows in each resample).  Until 2026-12-05 p came from the
 rows' first seeds alone while the gap was the means', so the two could describe different
 comparisons (docs/leaderboard.md, amendment 7); :func:`seed_signs` shows the seed pairs

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .. import scoring
-from ..data.prep import atomic_path, data_root
+from ..data.prep import data_root
+from ..files import atomic_path
 from ..paths import PROJECT, shown
 from . import claims
 from .spec import Experiment, Model
@@ -334,7 +335,7 @@ def pooled(r: ModelResult, other: ModelResult) -> Tuple[dict, str]:
     comparison over every finished run of both rows (``significance.pooled_bootstrap``),
     with each side's seeds; cached in r's work folder while it is the same test (the same
     runs, their hypotheses unchanged since).  Also the ``mixer-score`` command that gives it."""
-    from ..significance import pooled_bootstrap
+    from ..scoring.significance import pooled_bootstrap
 
     key = claims.claim_metric(r.model.score.metrics)
     root = data_root(r.model.data, r.model.prepare)

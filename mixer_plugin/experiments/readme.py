@@ -21,17 +21,18 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
-from ..data.prep import atomic_path
+from ..files import atomic_path
 from ..paths import CHECKOUT, shown
+from . import layout
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, RECORD, peak, selection
 from .report import VERDICTS, cap, claims_beside, moved, peak_cells
 from .spec import Experiment, load
 
 README = CHECKOUT / "README.md"
-# the pages with generated blocks: the landing page, and the protocol page that keeps the table
-# of the leaderboard's first version beside the README's
-PAGES = (README, CHECKOUT / "docs" / "leaderboard.md")
+# the pages with generated blocks: the landing page, the protocol page that keeps the table of the
+# leaderboard's first version beside the README's, and the picture of the layers (``layout``)
+PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md")
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -133,6 +134,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
     "leaderboard_converged": lambda: score_table("leaderboard_converged", {"bleu": "BLEU", "chrf": "chrF"}),
     "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
+    "layers": layout.layers_block,
+    "run_flow": layout.run_flow_block,
 }
 
 
@@ -169,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         nargs="*",
         type=Path,
         default=list(PAGES),
-        help="the pages (default: README.md and docs/leaderboard.md)",
+        help="the pages (default: README.md, docs/leaderboard.md and docs/layers.md)",
     )
     args = p.parse_args(argv)
     for page in args.pages:

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..data.prep import atomic_path, data_root
+from ..data.prep import data_root
+from ..files import atomic_path
 from ..paths import shown
 from . import claims
 from .archive import keep_run_outputs, results_path
@@ -508,8 +509,8 @@ def markdown(
         [
             "- seeds: mean ± sample standard deviation over the seeds listed; Δ, p: the gap between the row's "
             "mean and its baseline's, and that gap's paired bootstrap over the test sentences (1000 resamples, "
-            "every seed of both rows in each; `mixer_plugin/significance.py`), one comparison (the seed-by-seed "
-            "table below shows each pair)"
+            "every seed of both rows in each; `mixer_plugin/scoring/significance.py`), one comparison "
+            "(the seed-by-seed table below shows each pair)"
         ]
         if baselines
         else []

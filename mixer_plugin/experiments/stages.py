@@ -19,12 +19,9 @@ does not load, from the newest checkpoint that does: ``checkpoints.resume_point`
 command starts the run over (the old folder is kept as ``<run>.stale-<time>``).
 """
 
-import functools
 import hashlib
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -34,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..data.prep import atomic_path, data_root
+from ..data.prep import data_root
+from ..files import atomic_path, machine
 from ..paths import PLUGIN, PYTHON, WORK, shown
 from . import guard
 from .checkpoints import resume_point
@@ -392,7 +390,7 @@ def score_command(exp: Experiment, model: Model, root: Path, out: Path) -> List[
 
 # --------------------------------------------------------------------- stages
 def prepare_stage(recipe: str, prepare: List[str]) -> Stage:
-    from ..data.recipes import command
+    from ..recipes import command
 
     root = data_root(recipe, prepare)
     return Stage(
@@ -480,52 +478,6 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
 
 # -------------------------------------------------------------------- running
 STOP_POLL = 2.0  # seconds between a training's looks at its log for a new checkpoint (TrainingWatch)
-
-
-def cpu_identity(cpuinfo: str) -> Dict[str, str]:
-    """The first CPU of a ``/proc/cpuinfo`` text: its model name, and its family, model and stepping
-    numbers where the text has them.  A virtual machine's model name can be generic ("Intel(R)
-    Xeon(R) Processor", "AMD EPYC"), the same for CPUs of several generations and speeds; the
-    numbers tell those apart (Intel family 6 model 143 is Sapphire Rapids, 207 Emerald Rapids)."""
-    fields: Dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        if not line.strip():  # a blank line ends the first CPU's block
-            break
-        key, sep, value = line.partition(":")
-        if sep:
-            fields.setdefault(key.strip(), value.strip())
-    identity = {"cpu": fields["model name"]} if fields.get("model name") else {}
-    numbers = [f"{key} {fields[key]}" for key in ("cpu family", "model", "stepping") if key in fields]
-    if numbers:
-        identity["cpu_id"] = ", ".join(numbers)  # "cpu family 6, model 207, stepping 2"
-    return identity
-
-
-@functools.lru_cache(maxsize=None)
-def machine() -> Dict[str, object]:
-    """What a stage ran on, for its stamp: the CPU (``cpu_identity``), the cores, torch's version
-    and the GPUs.  Another CPU or library adds floats in another order, so one command with one seed
-    trains differently there (docs/leaderboard_findings.md, "One command, two machines"): the stamp
-    tells which committed runs can be expected to match bit for bit, and which ran on one kind of CPU
-    when their hours are compared."""
-    try:
-        identity = cpu_identity(Path("/proc/cpuinfo").read_text())
-    except OSError:
-        identity = {}
-    identity.setdefault("cpu", platform.processor() or platform.machine())
-    try:
-        torch_version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch_version = None
-    record: Dict[str, object] = {**identity, "cores": os.cpu_count(), "torch": torch_version}
-    if shutil.which("nvidia-smi"):
-        query = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, check=False
-        )
-        gpus = [line.strip() for line in query.stdout.splitlines() if line.strip()]
-        if query.returncode == 0 and gpus:
-            record["gpus"] = gpus
-    return record
 
 
 def execute(

@@ -1,4 +1,5 @@
-"""Token mixers.  A new mixer is one file here with one ``@register_mixer``.
+"""Token mixers, one file each behind one interface, and their registry; a new mixer is one file
+here with one ``@register_mixer``.
 
 Every module of this package other than the shared ``registry`` and ``base`` is
 imported here, so registering a mixer never means editing a shared list."""

@@ -1,5 +1,8 @@
-"""Importing registers the models with fairseq, in the order fairseq needs: the model
-before its named architectures."""
+"""The fairseq models around the mixers (``mixer_transformer``, the classifier, fairseq's
+LightConv as a peer) and a named architecture for every row of the papers' tables.
+
+Importing registers them with fairseq, in the order fairseq needs: the model before its named
+architectures."""
 
 # isort: off
 from . import mixer_transformer  # noqa: F401

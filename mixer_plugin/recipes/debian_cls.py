@@ -14,7 +14,8 @@ import sys
 from typing import List, Optional
 
 from mixer_plugin.data.debian import shared_corpus_main
-from mixer_plugin.data.prep import Parallel, Workspace, atomic_path, fairseq_preprocess, main_wrapper
+from mixer_plugin.data.prep import Parallel, Workspace, fairseq_preprocess, main_wrapper
+from mixer_plugin.files import atomic_path
 
 RECIPE = "debian_cls"
 RECIPES = {RECIPE: []}

@@ -27,6 +27,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from .metrics import sacre_metric
+
 SEED = 12345  # sacrebleu's default SACREBLEU_SEED, so that one run a side is its test
 
 
@@ -34,8 +36,6 @@ def sentence_stats(metric: str, hyps: Sequence[str], refs: Sequence[str]) -> Tup
     """``(N, k)`` statistics of each sentence, and the function that turns their sum over
     ``n`` sentences into the corpus score."""
     if metric in ("bleu", "chrf"):
-        from .scoring import sacre_metric
-
         m = sacre_metric(metric)
         stats = np.array(m._extract_corpus_statistics(list(hyps), [list(refs)]), dtype="float32")
         return stats, lambda total, n: float(m._compute_score_from_stats(list(total)).score)
