@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -579,8 +580,12 @@ def test_a_campaigns_commit_carries_the_readme_blocks_it_changed(tmp_path, monke
     said = []
     fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=said.append))
     table["text"] = "| b |\n"
-    runner.Runner._write_results(fake, commit="b finished")
-    assert git("show", "--stat", "--format=%s", "HEAD").split("\n")[0] == "b finished"
+    runner.Runner._write_results(fake, commit="leaderboard_converged: hard_cross_samples4_prenorm/seed3 finished")
+    message = git("log", "-1", "--format=%B")
+    assert message.split("\n")[0] == "leaderboard_converged: hard_cross_samples4_prenorm/seed3 finished"
+    # a subject and a body, as the commit-msg hook of .pre-commit-config.yaml asks of every commit
+    hook = runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "commit_msg.py"))
+    assert "results/tiny.md regenerated" in " ".join(message.split()) and hook["problems"](message) == [], message
     assert "README.md" in git("show", "--stat", "--format=", "HEAD") and git("status", "--porcelain") == ""
     assert page.read_text() == "top\n<!-- generated: t -->\n| b |\n<!-- end generated -->\n"
     page.write_text(page.read_text().replace("top", "top, edited"))

@@ -47,6 +47,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -514,11 +515,17 @@ class Runner:
         if repo is not None:
             results_dir = path.with_suffix("")
             sweep_leftovers(results_dir, recursive=True)  # a killed runner's half-built copies: never committed
-            paths = [str(path), str(results_dir)] + refresh_pages(repo, self.progress.say)
+            pages = refresh_pages(repo, self.progress.say)
+            paths = [str(path), str(results_dir)] + pages
             git(repo, "add", *paths)
             # a re-render that changed nothing (a resumed campaign's skipped runs) is no commit
             if git(repo, "diff", "--cached", "--quiet", "--", *paths).returncode != 0:
-                done = git(repo, "commit", "-q", "-m", commit, "--", *paths)
+                body = (
+                    f"Written by mixer-run --commit: {shown(path)} regenerated from the run folders, "
+                    f"each finished run's record and hypotheses under {shown(results_dir)}/"
+                    + (f", and the generated blocks of {', '.join(shown(Path(p)) for p in pages)}." if pages else ".")
+                )
+                done = git(repo, "commit", "-q", "-m", commit, "-m", textwrap.fill(body, 72), "--", *paths)
                 if done.returncode != 0:
                     self.progress.say(f"results: git commit failed: {(done.stderr or done.stdout).strip()[:300]}")
 
