@@ -16,17 +16,17 @@ from conftest import E2E_REPO, TRAIN_LOG_LINE, rows
 def test_a_paper_row_is_named_and_its_figures_come_from_the_paper_module():
     """An experiment file names the paper rows a model is compared with; their figures are
     read from the paper's module, where they are typed once."""
-    from mixer_plugin.experiments import report, spec
+    from mixer_plugin.experiments import spec, table
     from mixer_plugin.models.architectures import ARCHITECTURES
 
     exp = spec.load(E2E_REPO / "experiments" / "leaderboard.yaml")
-    cell = report.paper_cell(exp.models["multinn"])
+    cell = table.paper_cell(exp.models["multinn"])
     assert cell.startswith("multiNN ≈ transformer (T1 multi-head NN, 8 layers (62M, WMT16 en-de BLEU 27.15);")
     assert ARCHITECTURES["mixer_wmt_multinn"].rows[0].scores == (("WMT16 en-de BLEU", 27.15),)
-    assert report.paper_cell(exp.models["hard_dec_decoded_soft"]).startswith(
+    assert table.paper_cell(exp.models["hard_dec_decoded_soft"]).startswith(
         "trained hard, decoded soft: ≈ (T4 train Hard / decode Soft (BLEU 27.80);"
     )  # Paper.decodes
-    assert "37.71/19.02/35.17" in report.paper_cell(
+    assert "37.71/19.02/35.17" in table.paper_cell(
         spec.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"]
     )  # Paper.extra_rows
 
@@ -38,8 +38,8 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
     from types import SimpleNamespace
 
     from mixer_plugin.experiments.collect import ModelResult
-    from mixer_plugin.experiments.report import claim_cells
     from mixer_plugin.experiments.spec import Claim, Score
+    from mixer_plugin.experiments.verdicts import claim_cells
 
     claim = Claim(">", "transformer")
     model = SimpleNamespace(name="mixer", claims=[claim], score=Score(metrics=["bleu", "chrf"]))
@@ -146,9 +146,9 @@ def test_the_score_plot_shows_the_metric_the_claims_are_judged_on(request, tmp_p
     multiNN and the transformer on a figure the verdicts never read (multiNN's R-1 lead was
     not significant, its R-L lead was).  A file that scores neither ROUGE nor BLEU (the
     classification experiment: accuracy) keeps its plot, on its own metric."""
-    from mixer_plugin.experiments import collect, report
+    from mixer_plugin.experiments import collect, plots
 
-    make_plots = report.make_plots  # the fixture below leaves plots out
+    make_plots = plots.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}}, {"A": 0.1, "B": 0.3}, metrics=("rouge",))
     for name, (r1, rl) in {"A": (40.0, 36.0), "B": (42.0, 35.0)}.items():
         run = tmp_path / "work" / "tiny" / name / "seed1"
@@ -300,9 +300,9 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     their own words/s compare nothing (one session's machine trained 1.6 times faster than
     the last's).  With ``speed:`` the columns are the idle-machine benchmarks of every row,
     each with its speed-up against that run's baseline; the runs' own timings stay out."""
-    from mixer_plugin.experiments import collect, report, spec
+    from mixer_plugin.experiments import collect, plots, report, spec
 
-    make_plots = report.make_plots  # the fixture below leaves plots out
+    make_plots = plots.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
     (tmp_path / "work" / "tiny" / "A" / "seed1" / "train.log").write_text(TRAIN_LOG_LINE)
     raw = yaml.safe_load(exp.path.read_text())
@@ -356,9 +356,9 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
     spread 1.93 R-L over its seeds because its validation loss drops in a step that came
     750 updates later for seed 1 than for seeds 2 and 3, and the plot hid it: every seed's
     curve is drawn, in its row's colour, the first one marked and named."""
-    from mixer_plugin.experiments import collect, report
+    from mixer_plugin.experiments import collect, plots
 
-    make_plots = report.make_plots  # the fixture below leaves plots out
+    make_plots = plots.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {"seeds": [1, 2, 3]}, "B": {}}, {"A": 0.1, "B": 0.3})
     for name, seeds in (("A", (1, 2, 3)), ("B", (1,))):
         for seed in seeds:
@@ -371,7 +371,7 @@ def test_the_learning_curves_draw_every_seed(request, tmp_path, monkeypatch):
             )
     drawn = plots_drawn(monkeypatch)
     make_plots(exp, collect.collect(exp), tmp_path)
-    a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
+    a, b = (plots.row_styles(["A", "B"])[m][0] for m in "AB")
     [(_, lines)] = drawn["curves.png"]
     assert [(label, color) for label, _, color, _ in lines] == [
         ("A", a),
@@ -386,9 +386,9 @@ def test_the_curves_mark_where_each_run_peaked(tmp_path, request, monkeypatch):
     """A table trained until valid BLEU stops improving names each run's peak update; the
     curves mark that point on every seed's BLEU curve (a star in the row's colour), so a reader
     sees where each run stopped improving and that the stretch after it was flat."""
-    from mixer_plugin.experiments import collect, report
+    from mixer_plugin.experiments import collect, plots
 
-    make_plots = report.make_plots  # the fixture below leaves plots out
+    make_plots = plots.make_plots  # the fixture below leaves plots out
     until_best = "--eval-bleu --best-checkpoint-metric bleu --maximize-best-checkpoint-metric --patience 2"
     exp = request.getfixturevalue("fake")(
         {"A": {"seeds": [1, 2], "train": until_best}, "B": {"train": until_best}}, {"A": 0.1, "B": 0.3}
@@ -404,7 +404,7 @@ def test_the_curves_mark_where_each_run_peaked(tmp_path, request, monkeypatch):
         )
     drawn = plots_drawn(monkeypatch)
     make_plots(exp, collect.collect(exp), tmp_path)
-    a, b = (report.row_styles(["A", "B"])[m][0] for m in "AB")
+    a, b = (plots.row_styles(["A", "B"])[m][0] for m in "AB")
     _, (_, lines) = drawn["curves.png"]
     stars = [(color, xy) for _, marker, color, xy in lines if marker == "*"]
     assert stars == [(a, [[500.0, 14.0]]), (a, [[750.0, 15.0]]), (b, [[1000.0, 12.0]])], lines
@@ -414,7 +414,7 @@ def test_every_row_keeps_its_own_style_in_the_plots():
     """The leaderboard's 17 rows outnumber matplotlib's ten default colours: its curves drew
     multiNN and talking heads in the same green.  Each row gets its own colour and marker
     (and line style), the same in both plots."""
-    from mixer_plugin.experiments.report import row_styles
+    from mixer_plugin.experiments.plots import row_styles
 
     names = [f"row{i}" for i in range(30)]
     style = row_styles(names)
@@ -432,8 +432,8 @@ def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
     from types import SimpleNamespace
 
     from mixer_plugin.experiments.collect import ModelResult
-    from mixer_plugin.experiments.report import claim_cells
     from mixer_plugin.experiments.spec import Claim, Score
+    from mixer_plugin.experiments.verdicts import claim_cells
 
     def row(floor, theirs):
         model = SimpleNamespace(name="mixer", claims=[claim], score=Score(metrics=["bleu"], noise_floor=floor))
@@ -460,7 +460,7 @@ def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked()
     checkpoint_best.pt takes a tie), its score and the hours to it; a seed that trained to
     --max-update without its stopping rule ending it is marked (cap)."""
     from mixer_plugin.experiments.collect import Selection
-    from mixer_plugin.experiments.report import peak_cells
+    from mixer_plugin.experiments.table import peak_cells
 
     def log(bleus, last):
         valid = [{"num_updates": 250 * (i + 1), "loss": 5.0, "bleu": b} for i, b in enumerate(bleus)]
@@ -483,7 +483,7 @@ def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks()
     from types import SimpleNamespace
 
     from mixer_plugin.experiments.collect import ModelResult, Selection
-    from mixer_plugin.experiments.report import seeds_rule_table
+    from mixer_plugin.experiments.seed_tables import seeds_rule_table
 
     def result(name, bleus, seeds, decode_of=None):
         logs = [
@@ -524,7 +524,7 @@ def test_the_recipe_rule_is_applied_step_by_step_on_the_validation_scores_and_wa
     from types import SimpleNamespace
 
     from mixer_plugin.experiments.collect import ModelResult
-    from mixer_plugin.experiments.report import choice_table
+    from mixer_plugin.experiments.seed_tables import choice_table
     from mixer_plugin.experiments.spec import Generate, Score
 
     def result(name, bleus):
@@ -668,18 +668,18 @@ def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_fr
     """The converged leaderboard runs the 3,750-update one's rows again (``from:``): each
     report keeps its judged claims beside the results (claims.json), and a table whose rows
     come from another file shows that file's verdict beside its own, and which moved."""
-    from mixer_plugin.experiments import readme, report
+    from mixer_plugin.experiments import readme, report, verdicts
 
     early = {"A": {"arch": "mixer_small_attn"}, "B": {"arch": "mixer_small_attn", "claims": "> A"}}
     spec = {"name": "early", "data": "debian_en_de", "results": str(tmp_path / "early.md"), "models": early}
     (tmp_path / "early.yaml").write_text(yaml.safe_dump(spec))
     (tmp_path / "early").mkdir()
     before = {"metric": "bleu", "verdict": "inconclusive", "delta": 0.12, "p": 0.31, "seeds": [1, 1]}
-    (tmp_path / "early" / report.VERDICTS).write_text(json.dumps({"B": {"> A": before}}))
+    (tmp_path / "early" / verdicts.VERDICTS).write_text(json.dumps({"B": {"> A": before}}))
     exp = fake({"A": {"from": "early.yaml"}, "B": {"from": "early.yaml"}}, {"A": 0.5, "B": 0.1})
     assert [str(c) for c in exp.models["B"].claims] == ["> A"] and exp.models["B"].source == "early.yaml"
     report.write(exp)
-    after = json.loads((tmp_path / "tiny" / report.VERDICTS).read_text())["B"]["> A"]
+    after = json.loads((tmp_path / "tiny" / verdicts.VERDICTS).read_text())["B"]["> A"]
     gap = bleu(tmp_path, "B") - bleu(tmp_path, "A")
     assert after["verdict"] == "confirmed" and after["seeds"] == [1, 1], after
     assert after["delta"] == pytest.approx(gap, abs=0.006)  # the bootstrap's own scores, unrounded
@@ -693,7 +693,7 @@ def test_a_rows_verdicts_are_kept_and_shown_beside_those_of_the_file_it_comes_fr
     # the README's paragraph of them reads the same records
     assert readme.verdicts_moved(exp) == "Moved: `B` > A (inconclusive → confirmed).\n"
     kept = dict(before, verdict="confirmed")
-    (tmp_path / "early" / report.VERDICTS).write_text(json.dumps({"B": {"> A": kept}}))
+    (tmp_path / "early" / verdicts.VERDICTS).write_text(json.dumps({"B": {"> A": kept}}))
     assert readme.verdicts_moved(exp) == "Same: `B` > A (confirmed).\n"
-    (tmp_path / "tiny" / report.VERDICTS).write_text("{}")
+    (tmp_path / "tiny" / verdicts.VERDICTS).write_text("{}")
     assert readme.verdicts_moved(exp) == "None judged in both yet.\n"

@@ -10,7 +10,7 @@ written by hand and quotes no figure a block shows.
 The p-values and the verdicts on the papers' claims need the bootstrap over the test set's
 references: a block shows them only as the report judged them (its ``claims.json`` beside the
 results file), never computed here.  ``mixer-run --commit`` rewrites the blocks its records
-change (``runner.refresh_pages``).
+change (``publish.refresh_pages``).
 """
 
 import argparse
@@ -26,8 +26,9 @@ from ..paths import CHECKOUT, shown
 from . import layout
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, RECORD, peak, selection
-from .report import VERDICTS, cap, claims_beside, moved, peak_cells
 from .spec import Experiment, load
+from .table import cap, peak_cells
+from .verdicts import VERDICTS, claims_beside, moved
 
 README = CHECKOUT / "README.md"
 # the pages with generated blocks: the landing page, the protocol page that keeps the table of the

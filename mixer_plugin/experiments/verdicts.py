@@ -1,0 +1,140 @@
+"""The paper's claims in a results file: each judged (``claims.judge``) on its row's one
+comparison with the other row (``collect.pooled``), as the table's claim cell and as the small
+record kept beside the results (``VERDICTS``), and set beside the verdicts that another file's
+table gave the same claims (the converged leaderboard beside the 3,750-update one)."""
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import claims
+from .archive import results_path
+from .collect import PRIMARY, ModelResult
+from .spec import Claim, Experiment, Model, load
+
+VERDICTS = "claims.json"  # beside the results file: each judged claim (``verdicts``)
+
+
+def judgement(r: ModelResult, claim: Claim) -> Optional[claims.Judgement]:
+    """A row's claim judged (``claims.judge``) on its one comparison with the other row
+    (``collect.pooled``: every seed's score and the p of the gap between the means), or
+    None while either row has no finished run."""
+    rec = r.extra.get("claims", {}).get(claim)
+    if rec is None:
+        return None
+    return claims.judge(claim.relation, rec["system"], rec["baseline"], rec["p_value"], r.model.score.noise_floor)
+
+
+def signs(rec: dict) -> str:
+    """The seed pairs' signs of a comparison (``claims.seed_signs``), or "" for one pair."""
+    s = claims.seed_signs(rec["system"], rec["baseline"], rec["system_seeds"], rec["baseline_seeds"])
+    return s if len(s) > 1 else ""
+
+
+def claim_cells(r: ModelResult) -> str:
+    """Each claim of a row: its verdict, the gap, the seed pairs' signs and the p-value of
+    that gap, or what it waits for."""
+    key = claim_metric(r.model)
+    cells = []
+    for claim in r.model.claims:
+        j = judgement(r, claim)
+        if j is None:
+            cells.append(f"{claim}: waiting for runs")
+            continue
+        pairs = signs(r.extra["claims"][claim])
+        cells.append(
+            f"{claim}: **{j.verdict}** ({PRIMARY[key]} {j.delta:+.2f}"
+            + (f" over {j.seeds[0]} and {j.seeds[1]} seeds" if j.seeds != (1, 1) else "")
+            + (f", seed pairs {pairs}" if pairs else "")
+            + (f", spread {j.spread:.2f}" if j.spread is not None else "")
+            + (f", rerun floor {j.floor:.2f}" if j.floor else "")
+            + f", p {j.p:.3f})"
+        )
+    return "; ".join(cells)
+
+
+def verdicts(results: List[ModelResult]) -> Dict[str, Dict[str, dict]]:
+    """Every judged claim as a small record, row -> claim (as the table writes it) -> its
+    verdict, the gap between the means, p and the seeds of each side: what another table of
+    the same rows (``verdicts_beside``) reads, kept beside the results (``VERDICTS``)."""
+    out: Dict[str, Dict[str, dict]] = {}
+    for r in results:
+        for claim in r.model.claims:
+            j = judgement(r, claim)
+            if j is not None:
+                out.setdefault(r.model.name, {})[str(claim)] = {
+                    "metric": claim_metric(r.model),
+                    "verdict": j.verdict,
+                    "delta": round(j.delta, 4),
+                    "p": j.p,
+                    "seeds": list(j.seeds),
+                }
+    return out
+
+
+def claims_beside(
+    exp: Experiment, mine: Dict[str, Dict[str, dict]]
+) -> Dict[Tuple[str, Path], List[Tuple[str, str, Any, Any]]]:
+    """For the rows taken from another experiment file (``from:``), each claim's verdict
+    there beside its verdict here: (source file, its results file) -> (row, claim, theirs,
+    mine), where either verdict is None while that table has not judged it.  The converged
+    leaderboard against the 3,750-update one, whose rows it runs again; theirs read from that
+    file's ``VERDICTS``."""
+    out: Dict[Tuple[str, Path], List[Tuple[str, str, Any, Any]]] = {}
+    for source in dict.fromkeys(m.source for m in exp.models.values() if m.source and m.claims):
+        theirs_at = results_path(load(exp.path.parent / source))
+        theirs_file = theirs_at.with_suffix("") / VERDICTS
+        theirs = json.loads(theirs_file.read_text(encoding="utf-8")) if theirs_file.is_file() else {}
+        out[source, theirs_at] = [
+            (m.name, str(claim), theirs.get(m.name, {}).get(str(claim)), mine.get(m.name, {}).get(str(claim)))
+            for m in exp.models.values()
+            if m.source == source
+            for claim in m.claims
+        ]
+    return out
+
+
+def moved(theirs: dict, mine: dict) -> bool:
+    """Whether a claim's verdict moved between two tables: the results file's "claims beside"
+    and the README's paragraph both read it here."""
+    return theirs["verdict"] != mine["verdict"]
+
+
+def moved_cell(theirs: Optional[dict], mine: Optional[dict]) -> str:
+    if theirs is None or mine is None:
+        return "–"
+    return "**moved**" if moved(theirs, mine) else "same"
+
+
+def verdicts_beside(exp: Experiment, mine: Dict[str, Dict[str, dict]], out: Path) -> List[str]:
+    """The results file's table of ``claims_beside``: each claim's verdict in the other file
+    and here, and whether it moved."""
+    md = []
+    for (source, theirs_at), pairs in claims_beside(exp, mine).items():
+        rows = [
+            f"| `{name}` | {claim} | {verdict_cell(a)} | {verdict_cell(b)} | {moved_cell(a, b)} |"
+            for name, claim, a, b in pairs
+            if a is not None or b is not None
+        ]
+        if rows:
+            link = os.path.relpath(theirs_at, out.parent)
+            md += [
+                f"### The claims beside [{theirs_at.name}]({link}) (`{source}`, the rows' own file)",
+                "",
+                f"| row | the paper's claim | [{theirs_at.stem}]({link}) | this table | verdict |",
+                "|---|---|---|---|---|",
+                *rows,
+                "",
+            ]
+    return md
+
+
+def verdict_cell(v: Optional[dict]) -> str:
+    if v is None:
+        return "–"
+    return f"{v['verdict']} ({PRIMARY.get(v['metric'], v['metric'])} {v['delta']:+.2f}, p {v['p']:.3f})"
+
+
+def claim_metric(m: Model) -> str:
+    return claims.claim_metric(m.score.metrics)
