@@ -66,9 +66,11 @@ TRAIN = (
 def drive(argv: List[str]):
     """``mixer-run`` itself, made to announce and stretch its short steps (see above)."""
     import mixer_plugin.experiments.archive as archive
+    import mixer_plugin.experiments.publish as publish
     import mixer_plugin.experiments.runner as runner
+    import mixer_plugin.experiments.schedule as schedule
 
-    write, git, copyfile = runner.Runner._write_results, getattr(runner, "git", None), shutil.copyfile
+    write, git, copyfile = schedule.Runner._write_results, publish.git, shutil.copyfile
 
     def announced_write(self, commit=None):
         print("@results", flush=True)
@@ -83,9 +85,8 @@ def drive(argv: List[str]):
         time.sleep(COPY_PAUSE)
         return copyfile(src, dst, **kw)
 
-    runner.Runner._write_results = announced_write
-    if git is not None:  # (the runner before it committed through this helper: no git points)
-        runner.git = announced_git
+    schedule.Runner._write_results = announced_write
+    publish.git = announced_git
     archive.shutil.copyfile = paused_copy  # (the shutil module: every copy the runner makes)
     runner.main(argv)
 

@@ -511,9 +511,8 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
     """--commit commits the results file and its run folder when a run changed them, and a
     resumed campaign's re-render of an unchanged table makes no commit (it used to run
     `git commit` anyway, which printed git's status into the campaign log at every start)."""
-    from types import SimpleNamespace
 
-    from mixer_plugin.experiments import runner
+    from mixer_plugin.experiments import publish
 
     def git(*args):
         return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
@@ -534,14 +533,14 @@ def test_commit_makes_one_commit_per_change_and_none_for_a_rerender(tmp_path, mo
         (md.with_suffix("") / "runs" / "score.json").write_text(json.dumps(table))
         return md
 
-    monkeypatch.setattr(runner.report, "write", write)
-    fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=lambda line: None))
-    runner.Runner._write_results(fake, commit="a finished")
+    monkeypatch.setattr(publish.report, "write", write)
+    quiet = lambda line: None  # noqa: E731
+    publish.publish(None, "a finished", quiet)
     capfd.readouterr()
-    runner.Runner._write_results(fake, commit="re-rendered")
+    publish.publish(None, "re-rendered", quiet)
     assert capfd.readouterr().out == ""  # nothing to commit, nothing said
     table["text"] = "| b |\n"
-    runner.Runner._write_results(fake, commit="b finished")
+    publish.publish(None, "b finished", quiet)
     assert git("log", "--format=%s").split("\n")[:3] == ["b finished", "a finished", "start"]
     assert git("status", "--porcelain") == ""
 
@@ -551,9 +550,8 @@ def test_a_campaigns_commit_carries_the_readme_blocks_it_changed(tmp_path, monke
     the page in the same commit: CI checks that the README is not stale, and a campaign's
     commit left it stale at every finished run.  A page with the author's edits not committed
     is left alone (the commit would take them), and the log says so."""
-    from types import SimpleNamespace
 
-    from mixer_plugin.experiments import readme, runner
+    from mixer_plugin.experiments import publish, readme
 
     def git(*args):
         return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
@@ -574,13 +572,12 @@ def test_a_campaigns_commit_carries_the_readme_blocks_it_changed(tmp_path, monke
         (md.with_suffix("") / "runs" / "score.json").write_text(json.dumps(table))
         return md
 
-    monkeypatch.setattr(runner.report, "write", write)
+    monkeypatch.setattr(publish.report, "write", write)
     monkeypatch.setattr(readme, "PAGES", (page,))
     monkeypatch.setattr(readme, "BLOCKS", {"t": lambda: table["text"]})
     said = []
-    fake = SimpleNamespace(exp=None, progress=SimpleNamespace(say=said.append))
     table["text"] = "| b |\n"
-    runner.Runner._write_results(fake, commit="leaderboard_converged: hard_cross_samples4_prenorm/seed3 finished")
+    publish.publish(None, "leaderboard_converged: hard_cross_samples4_prenorm/seed3 finished", said.append)
     message = git("log", "-1", "--format=%B")
     assert message.split("\n")[0] == "leaderboard_converged: hard_cross_samples4_prenorm/seed3 finished"
     # a subject and a body, as the commit-msg hook of .pre-commit-config.yaml asks of every commit
@@ -590,7 +587,7 @@ def test_a_campaigns_commit_carries_the_readme_blocks_it_changed(tmp_path, monke
     assert page.read_text() == "top\n<!-- generated: t -->\n| b |\n<!-- end generated -->\n"
     page.write_text(page.read_text().replace("top", "top, edited"))
     table["text"] = "| c |\n"
-    runner.Runner._write_results(fake, commit="c finished")
+    publish.publish(None, "c finished", said.append)
     assert "README.md" not in git("show", "--stat", "--format=", "HEAD") and md.read_text() == "| c |\n"
     assert "| b |" in page.read_text() and "top, edited" in page.read_text()
     assert any("README.md has edits not committed" in line for line in said), said
@@ -615,7 +612,7 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     from the commit beside the retrained model."""
     import shutil
 
-    from mixer_plugin.experiments import archive, runner, spec
+    from mixer_plugin.experiments import archive, schedule, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
@@ -623,13 +620,13 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     raw["models"]["A_hard"] = {"decode_of": "A", "overrides": {"decoder_cross_mixers": "hard"}}
     exp.path.write_text(yaml.safe_dump(raw))
     exp = spec.load(exp.path)
-    for label, chain in runner.Runner(exp, 1, 1).chains():  # both committed with today's commands
+    for label, chain in schedule.Runner(exp, 1, 1).chains():  # both committed with today's commands
         commit_record(archive.kept_runs(exp) / label, chain)
-    dry = runner.Runner(exp, 1, 1, dry_run=True)
+    dry = schedule.Runner(exp, 1, 1, dry_run=True)
     assert dry.restore(dry.chains()) == {"A/seed1", "A_hard/seed1"}
     raw["models"]["A"]["train"] = "--dropout 0.3"
     exp.path.write_text(yaml.safe_dump(raw))
-    dry = runner.Runner(spec.load(exp.path), 1, 1, dry_run=True)
+    dry = schedule.Runner(spec.load(exp.path), 1, 1, dry_run=True)
     assert dry.restore(dry.chains()) == set()
 
 
@@ -641,7 +638,7 @@ def test_the_jobs_write_the_results_one_at_a_time(monkeypatch, tmp_path):
     import time
     from types import SimpleNamespace
 
-    from mixer_plugin.experiments import runner
+    from mixer_plugin.experiments import publish, schedule
 
     inside, most = [0], [0]
 
@@ -651,10 +648,10 @@ def test_the_jobs_write_the_results_one_at_a_time(monkeypatch, tmp_path):
         time.sleep(0.05)
         inside[0] -= 1
 
-    monkeypatch.setattr(runner.report, "write", write)
-    monkeypatch.setattr(runner, "WORK", tmp_path)  # where the results' lock lies
+    monkeypatch.setattr(publish.report, "write", write)
+    monkeypatch.setattr(schedule, "WORK", tmp_path)  # where the results' lock lies
     exp = SimpleNamespace(name="x", models={}, path=Path("x.yaml"))
-    r = runner.Runner(exp, 2, 1)
+    r = schedule.Runner(exp, 2, 1)
     threads = [threading.Thread(target=r.write_results) for _ in range(4)]
     for t in threads:
         t.start()
@@ -684,12 +681,12 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     full disk), it left a folder without its restored.json marker, which the next start
     took for a run this machine trained: the training ran again there beside the half-copied
     files.  The folder appears whole or not at all."""
-    from mixer_plugin.experiments import archive, runner, spec
+    from mixer_plugin.experiments import archive, schedule, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
     shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
-    [(label, chain)] = runner.Runner(exp, 1, 1).chains()
+    [(label, chain)] = schedule.Runner(exp, 1, 1).chains()
     kept = archive.kept_runs(exp) / label
     commit_record(kept, chain)
     (kept / "hyp.txt").write_text("committed hyp.txt\n")
@@ -703,13 +700,13 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
         return real_copy(src, dst)
 
     real_copy = shutil.copyfile
-    monkeypatch.setattr(runner.shutil, "copyfile", copy_then_fail)
+    monkeypatch.setattr(archive.shutil, "copyfile", copy_then_fail)
     model = spec.load(exp.path).models["A"]
     with pytest.raises(OSError):
-        runner.restore_run(exp, model, 1, chain)
+        archive.restore_run(exp, model, 1, chain)
     assert not run.exists(), sorted(p.name for p in run.rglob("*"))
-    monkeypatch.setattr(runner.shutil, "copyfile", real_copy)
-    assert runner.restore_run(exp, model, 1, chain)  # the next start restores it whole
+    monkeypatch.setattr(archive.shutil, "copyfile", real_copy)
+    assert archive.restore_run(exp, model, 1, chain)  # the next start restores it whole
     assert json.loads((run / "run.json").read_text()) == json.loads((kept / "run.json").read_text())
     assert (run / "gen-test" / "hyp.txt").read_text() == "committed hyp.txt\n"
     assert (run / ".stages" / "restored.json").is_file()
@@ -721,12 +718,12 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     elsewhere (a decode_of row needs its checkpoints) and the new copy is committed, the
     old restored folder stood: the results showed the old run, and writing them copied it
     back over the newer commit.  A restored folder follows its committed copy."""
-    from mixer_plugin.experiments import archive, runner, spec
+    from mixer_plugin.experiments import archive, schedule, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
     shutil.rmtree(tmp_path / "work" / "tiny")
-    [(label, chain)] = runner.Runner(exp, 1, 1).chains()
+    [(label, chain)] = schedule.Runner(exp, 1, 1).chains()
     kept = archive.kept_runs(exp) / label
 
     def commit(version):
@@ -735,14 +732,14 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
 
     model = spec.load(exp.path).models["A"]
     commit("monday")
-    assert runner.restore_run(exp, model, 1, chain)
-    assert runner.restore_run(exp, model, 1, chain)  # restored before: nothing to do
+    assert archive.restore_run(exp, model, 1, chain)
+    assert archive.restore_run(exp, model, 1, chain)  # restored before: nothing to do
     commit("tuesday")  # trained again on another machine, committed, pulled here
     assert (
-        runner.restore_run(exp, model, 1, chain, copy=False)
+        archive.restore_run(exp, model, 1, chain, copy=False)
         and (run / "gen-test" / "hyp.txt").read_text() == "monday\n"
     )  # a dry run changes nothing
-    assert runner.restore_run(exp, model, 1, chain)
+    assert archive.restore_run(exp, model, 1, chain)
     assert (run / "gen-test" / "hyp.txt").read_text() == "tuesday\n"
     assert json.loads((run / ".stages" / "restored.json").read_text())["train"]["finished"] == "tuesday"
 
@@ -753,29 +750,29 @@ def test_a_run_trained_on_a_gpu_is_restored_on_a_cpu(fake, tmp_path, monkeypatch
     another run: its results left the GPU's rows out, and re-rendering a committed GPU table
     there emptied it.  Restored, the run's commands show as they ran, not as a CPU would run
     them."""
-    from mixer_plugin.experiments import archive, report, runner, spec
+    from mixer_plugin.experiments import archive, report, schedule, spec
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
     shutil.rmtree(tmp_path / "work" / "tiny")  # this machine never ran it
     monkeypatch.setenv("PRECISION", "bf16")
     monkeypatch.setenv("NGPU", "1")
-    [(label, on_gpu)] = runner.Runner(exp, 1, 1).chains()
+    [(label, on_gpu)] = schedule.Runner(exp, 1, 1).chains()
     commit_record(archive.kept_runs(exp) / label, on_gpu)
     monkeypatch.setenv("NGPU", "0")
-    [(_, on_cpu)] = runner.Runner(exp, 1, 1).chains()
+    [(_, on_cpu)] = schedule.Runner(exp, 1, 1).chains()
     assert [s.commands for s in on_cpu] != [s.commands for s in on_gpu]  # --cpu, and fp32 decoding
     model = spec.load(exp.path).models["A"]
-    assert runner.restore_run(exp, model, 1, on_cpu)
+    assert archive.restore_run(exp, model, 1, on_cpu)
     record = json.loads((run / "run.json").read_text())
     shown = report.commands(exp, [report.ModelResult(model, [run], [], [], [], records=[record])])
     train = next(line for line in shown if line.startswith("- train: "))
     assert "--bf16" in train and "--cpu" not in train, train
     # what computes the run still counts: another dropout is another run
     monkeypatch.setitem(exp.models, "A", dataclasses.replace(model, train=["--dropout", "0.3"]))
-    [(_, other)] = runner.Runner(exp, 1, 1).chains()
+    [(_, other)] = schedule.Runner(exp, 1, 1).chains()
     shutil.rmtree(run)
-    assert not runner.restore_run(exp, exp.models["A"], 1, other)
+    assert not archive.restore_run(exp, exp.models["A"], 1, other)
 
 
 @pytest.mark.parametrize(
@@ -791,7 +788,7 @@ def test_a_run_trained_on_a_gpu_is_restored_on_a_cpu(fake, tmp_path, monkeypatch
     ],
 )
 def test_runs_and_threads_fill_the_machine_where_nothing_says(jobs, threads, runs, cores, want):
-    from mixer_plugin.experiments.runner import fit_cores
+    from mixer_plugin.experiments.schedule import fit_cores
 
     assert fit_cores(jobs, threads, runs, cores) == want
 

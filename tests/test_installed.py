@@ -108,7 +108,7 @@ def test_prepare_then_run_in_a_folder_of_ones_own(installed, corpus):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     cores = int(
-        run(installed, "-c", "from mixer_plugin.experiments.runner import machine_cores as c; print(c())").stdout
+        run(installed, "-c", "from mixer_plugin.experiments.schedule import machine_cores as c; print(c())").stdout
     )
     assert f"1 runs at a time x {cores} threads = {cores} cores (fitted to this machine)" in out, out
     assert f"writing under {project}" in out, out

@@ -204,7 +204,7 @@ def test_a_held_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_
     from types import SimpleNamespace
 
     from mixer_plugin.experiments.locks import Held, Lock
-    from mixer_plugin.experiments.runner import Runner
+    from mixer_plugin.experiments.schedule import Runner
 
     run = tmp_path / "seed1"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(run)], stdout=subprocess.PIPE, text=True)

@@ -276,7 +276,7 @@ def test_a_trainings_progress_line_says_where_its_rule_will_stop_it(tmp_path):
     """The runner's progress line of a training until validation stops improving names its best
     validation so far and the update where the rule ends it unless it improves (read over the
     whole log, as the runner ends it); a training without a rule shows its updates alone."""
-    from mixer_plugin.experiments.runner import training_status
+    from mixer_plugin.experiments.progress import training_status
     from mixer_plugin.experiments.stages import Stage
 
     write_log(tmp_path / "train.log", [KILLED])

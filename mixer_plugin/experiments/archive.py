@@ -1,7 +1,7 @@
 """Where an experiment's results are kept, and each finished run beside them as its record
 (``collect.run_record``: scores, curves, speeds, the stages with their commands) and its
 hypotheses; never logs or checkpoints, and no path of the machine that ran it.
-``runner.restore`` brings a kept run back on a machine whose ``work/`` is empty.
+``restore_run`` brings a kept run back on a machine whose ``work/`` is empty.
 """
 
 import json
@@ -12,7 +12,8 @@ from typing import List
 from ..files import atomic_path
 from ..paths import PROJECT, RESULTS, WORK
 from .collect import RECORD, ModelResult
-from .spec import Experiment
+from .spec import Experiment, Model
+from .stages import Stage, beside_device, portable_in, run_dir
 
 
 def results_path(exp: Experiment) -> Path:
@@ -34,7 +35,7 @@ def committed_runs(exp: Experiment) -> Path:
 
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
     """Each finished run beside the results file: ``run.json`` (its record) and its
-    hypotheses.  ``runner.restore`` brings them back on a machine whose ``work/`` is empty."""
+    hypotheses.  ``restore_run`` brings them back on a machine whose ``work/`` is empty."""
     for r in results:
         for run, record in zip(r.runs, r.records):
             dest = kept_runs(exp) / r.model.name / run.name
@@ -46,3 +47,45 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
                 (tmp / RECORD).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
                 if hyps.is_file():
                     shutil.copyfile(hyps, tmp / hyps.name)
+
+
+def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
+    """Whether (model, seed) is finished: here (a folder restored before) or in its
+    committed copy, which is then copied into its run folder (``copy``).  A copy counts
+    only when it records every stage of ``chain`` with the same commands; a run folder
+    this machine ran is never touched, and one restored before follows its committed copy
+    (a run trained again elsewhere and committed replaces the copy restored here, which
+    the results would otherwise show, and copy back over the newer commit)."""
+    run = run_dir(exp, model, seed)
+    marker = run / ".stages" / "restored.json"
+    kept = kept_runs(exp) / model.name / f"seed{seed}"
+    committed = kept / RECORD
+    if run.exists() and not marker.is_file():
+        return False
+    committed_stages = json.loads(committed.read_text())["stages"] if committed.is_file() else None
+    restored_stages = json.loads(marker.read_text()) if run.exists() else None
+    stale = restored_stages is not None and committed_stages is not None and committed_stages != restored_stages
+    stages = restored_stages if restored_stages is not None and not stale else committed_stages
+    if stages is None:
+        return False
+    if any(
+        s.name not in stages
+        or [beside_device(a) for a in stages[s.name]["commands"]]
+        != [beside_device(portable_in(run, a)) for a in s.commands]
+        for s in chain
+    ):
+        return False
+    if (run.exists() and not stale) or not copy:
+        return True
+    # built in a sibling folder and renamed whole (over a stale copy): a restore cut short
+    # must leave no folder, since one without its marker reads as a run this machine
+    # trained
+    with atomic_path(run) as tmp:
+        gen = tmp / f"gen-{model.generate.subset}"
+        gen.mkdir(parents=True)
+        shutil.copyfile(committed, tmp / RECORD)  # what the results read of a restored run
+        if (kept / "hyp.txt").is_file():  # (a classification run has none)
+            shutil.copyfile(kept / "hyp.txt", gen / "hyp.txt")
+        (tmp / ".stages").mkdir()
+        (tmp / ".stages" / marker.name).write_text(json.dumps(stages, indent=1) + "\n")
+    return True
