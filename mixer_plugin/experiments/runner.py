@@ -55,7 +55,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..data.prep import data_root
+from ..data.workspace import data_root
 from ..files import atomic_path, sweep_leftovers
 from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, guard, readme, report
