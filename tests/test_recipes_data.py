@@ -23,7 +23,11 @@ import pytest
 from conftest import E2E_REPO as REPO
 from conftest import bundled_lines
 
-from mixer_plugin.data import prep as prep_lib
+from mixer_plugin.data.fetch import Download, fetch
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
+from mixer_plugin.data.text import read_lines
+from mixer_plugin.data.tokenize import clean_pairs, moses_detokenize, moses_tokenize
+from mixer_plugin.data.workspace import PrepError, Workspace, common_parser
 
 EN = bundled_lines("train", "en", 400)
 DE = bundled_lines("train", "de", 400)
@@ -506,20 +510,18 @@ def test_download_verifies_then_renames(tmp_path):
     good = make_tar(tmp_path / "src" / "a.tgz", {"x/a.txt": b"hello\n"})
     data = good.read_bytes()
     (tmp_path / "src" / "cut.tgz").write_bytes(data[: len(data) // 2])  # a truncated transfer
-    args = prep_lib.common_parser("t", "").parse_args(["--root", str(tmp_path / "root")])
-    ws = prep_lib.Workspace(tmp_path / "root", args, "t")
-    path = prep_lib.fetch(prep_lib.Download("a.tgz", [good.as_uri()]), ws)
+    args = common_parser("t", "").parse_args(["--root", str(tmp_path / "root")])
+    ws = Workspace(tmp_path / "root", args, "t")
+    path = fetch(Download("a.tgz", [good.as_uri()]), ws)
     assert path == ws.downloads / "a.tgz" and path.read_bytes() == data
-    with pytest.raises(
-        prep_lib.PrepError, match=r"download of cut.tgz failed .*corrupt or truncated.*nothing was kept"
-    ):
-        prep_lib.fetch(prep_lib.Download("cut.tgz", [(tmp_path / "src" / "cut.tgz").as_uri()]), ws)
+    with pytest.raises(PrepError, match=r"download of cut.tgz failed .*corrupt or truncated.*nothing was kept"):
+        fetch(Download("cut.tgz", [(tmp_path / "src" / "cut.tgz").as_uri()]), ws)
     assert sorted(p.name for p in ws.downloads.iterdir()) == ["a.tgz"]  # no .part, no cut.tgz
-    with pytest.raises(prep_lib.PrepError, match="its sha256 is not"):
-        prep_lib.fetch(prep_lib.Download("b.tgz", [good.as_uri()], sha256="0" * 64), ws)
+    with pytest.raises(PrepError, match="its sha256 is not"):
+        fetch(Download("b.tgz", [good.as_uri()], sha256="0" * 64), ws)
     # a finished download that went bad is fetched again
     path.write_bytes(data[:100])
-    assert prep_lib.fetch(prep_lib.Download("a.tgz", [good.as_uri()]), ws).read_bytes() == data
+    assert fetch(Download("a.tgz", [good.as_uri()]), ws).read_bytes() == data
 
 
 def test_partial_user_download_is_one_clear_line(tmp_path):
@@ -598,8 +600,8 @@ def test_bundled_corpus_is_the_default_without_the_shared_folder(monkeypatch):
 
 def test_moses_normalisation_is_an_option():
     line = ['Er sagte: „Das ist gut“, dann "nein".']
-    assert prep_lib.moses_tokenize(line, "de", normalize=False) == ['Er sagte : „ Das ist gut “ , dann " nein " .']
-    assert "„" not in prep_lib.moses_tokenize(line, "de")[0]  # normalize-punctuation.perl, as the WMT scripts
+    assert moses_tokenize(line, "de", normalize=False) == ['Er sagte : „ Das ist gut “ , dann " nein " .']
+    assert "„" not in moses_tokenize(line, "de")[0]  # normalize-punctuation.perl, as the WMT scripts
 
 
 def test_a_damaged_gzip_is_one_line(tmp_path):
@@ -624,12 +626,12 @@ def test_a_damaged_gzip_is_one_line(tmp_path):
         pytest.skip("no byte flip gave zlib.error")
     path = tmp_path / "train.en.gz"
     path.write_bytes(bytes(bad))
-    with pytest.raises(prep_lib.PrepError, match="train.en.gz"):
-        prep_lib.read_lines(path)
+    with pytest.raises(PrepError, match="train.en.gz"):
+        read_lines(path)
 
 
 def test_failed_step_leaves_no_output(tmp_path):
-    args = prep_lib.common_parser("t", "").parse_args(["--root", str(tmp_path / "r")])
+    args = common_parser("t", "").parse_args(["--root", str(tmp_path / "r")])
     args.subword, args.vocab, args.separate_vocab, args.lowercase, args.moses_escape, args.spm_type = (
         "bpe",
         10,
@@ -638,15 +640,15 @@ def test_failed_step_leaves_no_output(tmp_path):
         False,
         "bpe",
     )
-    ws = prep_lib.Workspace(tmp_path / "r", args, "t")
-    spec = prep_lib.Parallel("en", "de", {"train": "t"})
+    ws = Workspace(tmp_path / "r", args, "t")
+    spec = Parallel("en", "de", {"train": "t"})
 
     def write_raw(out):
         (out / "train.en").write_text("a\n")
-        raise prep_lib.PrepError("reader failed half-way")
+        raise PrepError("reader failed half-way")
 
-    with pytest.raises(prep_lib.PrepError, match="half-way"):
-        prep_lib.run_pipeline(ws, spec, write_raw)
+    with pytest.raises(PrepError, match="half-way"):
+        run_pipeline(ws, spec, write_raw)
     assert not (tmp_path / "r" / "raw").exists() and not list((tmp_path / "r" / ".steps").iterdir())
     assert not [p for p in (tmp_path / "r").iterdir() if p.name.startswith(".raw")]
 
@@ -654,11 +656,11 @@ def test_failed_step_leaves_no_output(tmp_path):
 def test_moses_clean_rules():
     src = ["a b c", "a", "a b c d e f g", ""]
     tgt = ["x y z", "x y z", "x y", "x"]
-    assert prep_lib.clean_pairs(src, tgt, 1, 5, 1.5) == [0]  # ratio 3, too long (7), empty side
-    assert prep_lib.clean_pairs(src, tgt, 1, 80, 9.0) == [0, 1, 2]
-    toks = prep_lib.moses_tokenize(["Hello-world, it's A&B now."], "en")
+    assert clean_pairs(src, tgt, 1, 5, 1.5) == [0]  # ratio 3, too long (7), empty side
+    assert clean_pairs(src, tgt, 1, 80, 9.0) == [0, 1, 2]
+    toks = moses_tokenize(["Hello-world, it's A&B now."], "en")
     assert toks == ["Hello @-@ world , it 's A & B now ."]
-    assert prep_lib.moses_detokenize(toks, "en") == ["Hello-world, it's A & B now."]  # as detokenizer.perl
+    assert moses_detokenize(toks, "en") == ["Hello-world, it's A & B now."]  # as detokenizer.perl
 
 
 def test_postprocess_bpe_moses(tmp_path):
@@ -729,8 +731,8 @@ def test_a_killed_runs_temporary_folders_are_swept(tmp_path):
     (root / f".tok.tmp{os.getpid()}").mkdir()  # a run still going
     (root / ".keep.tmpfile").write_text("not ours\n")
     for force in ([], ["--force"]):
-        args = prep_lib.common_parser("t", "").parse_args(["--root", str(root), *force])
-        prep_lib.Workspace(root, args, "t")
+        args = common_parser("t", "").parse_args(["--root", str(root), *force])
+        Workspace(root, args, "t")
         assert sorted(p.name for p in root.iterdir() if p.name.startswith(".")) == [
             ".keep.tmpfile",
             ".steps",

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..data.workspace import data_root
 from ..experiments.spec import load
-from ..experiments.stages import command_env, data_root, drop_flag, prep_manifest, shell, train_command
+from ..experiments.stages import command_env, drop_flag, prep_manifest, shell, train_command
 from . import mixers
 from .common import RESULTS, command_line, write_outputs
 

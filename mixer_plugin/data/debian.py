@@ -13,18 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from ..paths import CHECKOUT
-from .prep import (
-    SHARED_DATA,
-    Parallel,
-    PrepError,
-    Workspace,
-    add_subword_args,
-    common_parser,
-    resolve_root,
-    run_pipeline,
-    write_lines,
-)
+from ..paths import CHECKOUT, SHARED_DATA
+from .pipeline import Parallel, run_pipeline
+from .text import write_lines
+from .workspace import PrepError, Workspace, add_subword_args, common_parser, resolve_root
 
 BUNDLED = CHECKOUT / "data"  # the corpora that ship with the repository
 

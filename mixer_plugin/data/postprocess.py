@@ -20,7 +20,10 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .prep import PrepError, count_lines, decode_subword, detruecase, main_wrapper, moses_detokenize, write_lines
+from .subwords import decode_subword
+from .text import count_lines, write_lines
+from .tokenize import detruecase, moses_detokenize
+from .workspace import PrepError, main_wrapper
 
 
 def hypotheses(log: Path) -> Dict[int, str]:

@@ -4,17 +4,10 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, List
 
-from .prep import (
-    Download,
-    PrepError,
-    Workspace,
-    fetch,
-    find_member,
-    member_lines,
-    read_member,
-    sgm_segments,
-    write_lines,
-)
+from .archives import find_member, member_lines, read_member
+from .fetch import Download, fetch
+from .text import sgm_segments, write_lines
+from .workspace import PrepError, Workspace
 
 _DROP = ("<url>", "<talkid>", "<keywords>")
 _TAGS = re.compile(r"</?(title|description)>")

@@ -9,7 +9,10 @@ downloaded archives, wherever the release put them.
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-from .prep import Download, PrepError, Workspace, archive_names, member_lines, read_member, sgm_segments, write_lines
+from .archives import archive_names, member_lines, read_member
+from .fetch import Download
+from .text import sgm_segments, write_lines
+from .workspace import PrepError, Workspace
 
 STATMT = "http://www.statmt.org"
 DATA_STATMT = "http://data.statmt.org"
@@ -102,7 +105,7 @@ def write_wmt_raw(
 ) -> dict:
     """train = the ``(archive, prefix)`` corpora concatenated; valid = the ``valid`` sets
     concatenated; ``tests`` = {split: set name}; the sets are looked up in the archives."""
-    from .prep import fetch
+    from .fetch import fetch
 
     s, t, sizes = [], [], {}
     for archive, prefix in corpora:

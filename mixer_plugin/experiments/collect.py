@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .. import scoring
-from ..data.prep import data_root
+from ..data.workspace import data_root
 from ..files import atomic_path
 from ..paths import PROJECT, shown
 from . import claims

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..data.prep import data_root
+from ..data.workspace import data_root
 from ..files import atomic_path
 from ..paths import shown
 from . import claims

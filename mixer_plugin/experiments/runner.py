@@ -49,7 +49,7 @@ import threading
 from pathlib import Path
 from typing import List, Optional
 
-from ..data.prep import data_root
+from ..data.workspace import data_root
 from ..paths import WORK, shown
 from . import report
 from .schedule import Runner

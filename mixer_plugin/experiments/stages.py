@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..data.prep import data_root
+from ..data.workspace import data_root
 from ..files import atomic_path, machine
 from ..paths import PLUGIN, PYTHON, WORK, shown
 from . import guard

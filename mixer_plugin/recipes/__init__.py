@@ -18,7 +18,7 @@ import sys
 from types import ModuleType
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..data.prep import PrepError, main_wrapper
+from ..data.workspace import PrepError, main_wrapper
 from ..paths import PYTHON
 
 

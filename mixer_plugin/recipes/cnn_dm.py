@@ -23,20 +23,17 @@ import tarfile
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from mixer_plugin.data.prep import (
-    Download,
-    Parallel,
+from mixer_plugin.data.fetch import Download, fetch
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
+from mixer_plugin.data.text import read_lines, write_lines
+from mixer_plugin.data.tokenize import moses_tokenize
+from mixer_plugin.data.workspace import (
     PrepError,
     Workspace,
     add_subword_args,
     common_parser,
-    fetch,
     main_wrapper,
-    moses_tokenize,
-    read_lines,
     resolve_root,
-    run_pipeline,
-    write_lines,
 )
 
 RECIPE = "cnn_dm"

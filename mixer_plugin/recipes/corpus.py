@@ -26,18 +26,10 @@ from typing import List, Optional
 import yaml
 
 from mixer_plugin.data.debian import copy_split_files, test_sources
-from mixer_plugin.data.prep import (
-    Parallel,
-    PrepError,
-    Workspace,
-    add_subword_args,
-    common_parser,
-    data_root,
-    main_wrapper,
-    run_pipeline,
-    shown,
-    write_lines,
-)
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
+from mixer_plugin.data.text import write_lines
+from mixer_plugin.data.workspace import PrepError, Workspace, add_subword_args, common_parser, data_root, main_wrapper
+from mixer_plugin.paths import shown
 
 RECIPE = "corpus"
 RECIPES = {RECIPE: []}

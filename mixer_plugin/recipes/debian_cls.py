@@ -13,8 +13,10 @@ sentence_prediction`` reads.  Scored by accuracy (fairseq-validate on ``test``).
 import sys
 from typing import List, Optional
 
+from mixer_plugin.data.binarize import fairseq_preprocess
 from mixer_plugin.data.debian import shared_corpus_main
-from mixer_plugin.data.prep import Parallel, Workspace, fairseq_preprocess, main_wrapper
+from mixer_plugin.data.pipeline import Parallel
+from mixer_plugin.data.workspace import Workspace, main_wrapper
 from mixer_plugin.files import atomic_path
 
 RECIPE = "debian_cls"

@@ -16,7 +16,7 @@ import sys
 from typing import List, Optional
 
 from mixer_plugin.data.debian import shared_corpus_main
-from mixer_plugin.data.prep import main_wrapper
+from mixer_plugin.data.workspace import main_wrapper
 
 RECIPE = "debian_en_de"
 RECIPES = {RECIPE: []}  # recipe name -> fixed arguments of this script

@@ -13,7 +13,7 @@ import sys
 from typing import List, Optional
 
 from mixer_plugin.data.debian import shared_corpus_main
-from mixer_plugin.data.prep import main_wrapper
+from mixer_plugin.data.workspace import main_wrapper
 
 RECIPE = "debian_sum"
 RECIPES = {RECIPE: []}

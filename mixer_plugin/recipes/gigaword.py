@@ -22,20 +22,17 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from mixer_plugin.data.prep import (
-    Download,
-    Parallel,
+from mixer_plugin.data.archives import archive_names, member_lines
+from mixer_plugin.data.fetch import Download, fetch
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
+from mixer_plugin.data.text import write_lines
+from mixer_plugin.data.workspace import (
     PrepError,
     Workspace,
     add_subword_args,
-    archive_names,
     common_parser,
-    fetch,
     main_wrapper,
-    member_lines,
     resolve_root,
-    run_pipeline,
-    write_lines,
 )
 
 RECIPE = "gigaword"

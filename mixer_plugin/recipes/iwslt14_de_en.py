@@ -20,17 +20,10 @@ prints and the papers report; sacrebleu on the detokenized text besides.
 import sys
 from typing import List, Optional
 
-from mixer_plugin.data.prep import (
-    Download,
-    Parallel,
-    Workspace,
-    add_subword_args,
-    common_parser,
-    main_wrapper,
-    resolve_root,
-    run_pipeline,
-)
+from mixer_plugin.data.fetch import Download
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.ted import write_ted
+from mixer_plugin.data.workspace import Workspace, add_subword_args, common_parser, main_wrapper, resolve_root
 
 RECIPE = "iwslt14_de_en"
 RECIPES = {RECIPE: []}

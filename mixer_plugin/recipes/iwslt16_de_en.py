@@ -20,17 +20,10 @@ instead, as the IWSLT14 recipe does.  Scoring: tokenized BLEU (multi-bleu.perl),
 import sys
 from typing import List, Optional
 
-from mixer_plugin.data.prep import (
-    Download,
-    Parallel,
-    Workspace,
-    add_subword_args,
-    common_parser,
-    main_wrapper,
-    resolve_root,
-    run_pipeline,
-)
+from mixer_plugin.data.fetch import Download
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.ted import write_ted
+from mixer_plugin.data.workspace import Workspace, add_subword_args, common_parser, main_wrapper, resolve_root
 
 RECIPE = "iwslt16_de_en"
 RECIPES = {RECIPE: []}

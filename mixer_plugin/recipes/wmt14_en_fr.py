@@ -13,16 +13,9 @@ from our copy of the paper; 32k is Vaswani et al.'s (wordpiece) size and the def
 import sys
 from typing import List, Optional
 
-from mixer_plugin.data.prep import (
-    Parallel,
-    Workspace,
-    add_subword_args,
-    common_parser,
-    main_wrapper,
-    resolve_root,
-    run_pipeline,
-)
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.wmt import write_wmt_raw
+from mixer_plugin.data.workspace import Workspace, add_subword_args, common_parser, main_wrapper, resolve_root
 
 RECIPE = "wmt14_en_fr"
 RECIPES = {RECIPE: []}

@@ -23,25 +23,21 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from mixer_plugin.data.prep import (
-    Download,
-    Parallel,
+from mixer_plugin.data.archives import find_member, member_lines, read_member
+from mixer_plugin.data.binarize import fairseq_preprocess
+from mixer_plugin.data.fetch import Download, fetch
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
+from mixer_plugin.data.text import write_lines
+from mixer_plugin.data.wmt import write_wmt_raw
+from mixer_plugin.data.workspace import (
     PrepError,
     Workspace,
     add_subword_args,
-    atomic_path,
     common_parser,
-    fairseq_preprocess,
-    fetch,
-    find_member,
     main_wrapper,
-    member_lines,
-    read_member,
     resolve_root,
-    run_pipeline,
-    write_lines,
 )
-from mixer_plugin.data.wmt import write_wmt_raw
+from mixer_plugin.files import atomic_path
 
 RECIPE = "wmt16_en_de"
 RECIPES = {RECIPE: []}

@@ -30,25 +30,14 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from mixer_plugin.data.prep import (
-    WORK,
-    Download,
-    Parallel,
-    PrepError,
-    Workspace,
-    add_subword_args,
-    archive_names,
-    common_parser,
-    detruecase,
-    fetch,
-    main_wrapper,
-    member_lines,
-    moses_detokenize,
-    read_lines,
-    run_pipeline,
-    write_lines,
-)
+from mixer_plugin.data.archives import archive_names, member_lines
+from mixer_plugin.data.fetch import Download, fetch
+from mixer_plugin.data.pipeline import Parallel, run_pipeline
+from mixer_plugin.data.text import read_lines, write_lines
+from mixer_plugin.data.tokenize import detruecase, moses_detokenize
 from mixer_plugin.data.wmt import write_wmt_raw
+from mixer_plugin.data.workspace import PrepError, Workspace, add_subword_args, common_parser, main_wrapper
+from mixer_plugin.paths import WORK
 
 LANGS = ("de", "fi", "lv", "ru", "tr", "cs", "zh")
 RECIPES = {f"wmt17_{s}_{t}": ["--src", s, "--tgt", t] for x in LANGS for s, t in (("en", x), (x, "en"))}

@@ -1,0 +1,168 @@
+"""One recipe run's output folder and its resumable steps, the options every recipe shares,
+and how a failure reaches the user (one line, exit status 2).
+
+``Workspace.run_step`` writes a step's marker in ``.steps/<step>.json`` only once the step
+has finished; the markers are what let a rerun skip, redo or refuse a step
+(``mixer_plugin.data`` says the rules).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from ..files import atomic_path, sweep_leftovers
+from ..paths import WORK, shown
+
+
+class PrepError(Exception):
+    """A one-line, user-facing failure (bad input, failed download, missing file)."""
+
+
+def say(msg: str) -> None:
+    print(f"[mixer-prepare {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Workspace:
+    """The output root of one recipe run, with its step markers."""
+
+    def __init__(self, root: Path, args: argparse.Namespace, recipe: str):
+        self.root = Path(root)
+        self.recipe = recipe
+        self.args = args
+        self.downloads = Path(args.download_dir) if args.download_dir else self.root / "downloads"
+        self.user_downloads = list(args.downloads or [])
+        self.offline = args.offline
+        self.steps = self.root / ".steps"
+        self.command = " ".join(["python", shown(sys.argv[0]), *map(shlex.quote, sys.argv[1:])])
+        if args.force and self.root.exists():
+            for name in ("raw", "tok", "subword", "bin", "ref", ".steps", "prep.json"):
+                p = self.root / name
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+        for folder in (self.root, self.steps):
+            sweep_leftovers(folder)
+        self.steps.mkdir(parents=True, exist_ok=True)
+
+    def dir(self, name: str) -> Path:
+        return self.root / name
+
+    def run_step(self, name: str, options: dict, fn: Callable[[], Optional[dict]]) -> dict:
+        """Run ``fn`` unless ``name`` finished before with the same options."""
+        marker = self.steps / f"{name}.json"
+        if marker.is_file():
+            done = json.loads(marker.read_text())
+            stored = done.get("options") or {}
+            # as the marker stores them (a tuple reads back as a list), less the options added
+            # since the marker was written
+            wanted = {k: v for k, v in json.loads(json.dumps(options)).items() if k in stored}
+            if stored != wanted:
+                raise PrepError(
+                    f"step {name} in {self.root} was done with other options "
+                    f"({stored} vs {options}); pass --force or another --root"
+                )
+            say(f"{name}: done before, skipped")
+            return done.get("info") or {}
+        say(f"{name}: start")
+        t0 = time.time()
+        info = fn() or {}
+        with atomic_path(marker) as tmp:
+            tmp.write_text(
+                json.dumps({"options": options, "info": info, "seconds": round(time.time() - t0, 1)}, indent=1)
+            )
+        say(f"{name}: done in {time.time() - t0:.0f} s")
+        return info
+
+
+def common_parser(recipe: str, doc: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"mixer-prepare {recipe}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--root", type=Path, help=f"output folder [work/data/{recipe}]")
+    p.add_argument(
+        "--downloads",
+        action="append",
+        metavar="DIR",
+        help="a folder holding files you downloaded already (repeatable); used as they are",
+    )
+    p.add_argument("--download-dir", help="where fetched files go [ROOT/downloads]")
+    p.add_argument("--offline", action="store_true", help="never use the network: every file must be there")
+    p.add_argument("--force", action="store_true", help="redo every step (downloads are kept)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, min(8, os.cpu_count() or 1)),
+        help="processes for tokenisation, BPE and fairseq-preprocess",
+    )
+    p.add_argument("--no-binarize", action="store_true", help="stop after the subword step")
+    return p
+
+
+def add_subword_args(
+    p: argparse.ArgumentParser,
+    *,
+    kind: str,
+    vocab: int,
+    joint: bool = True,
+    spm_type: str = "bpe",
+    lowercase: bool = False,
+) -> None:
+    g = p.add_argument_group("subwords")
+    g.add_argument(
+        "--subword",
+        choices=("bpe", "spm"),
+        default=kind,
+        help="bpe: subword-nmt joint BPE (merge operations = --vocab); spm: sentencepiece",
+    )
+    g.add_argument("--vocab", type=int, default=vocab, help="BPE merges or sentencepiece vocabulary size")
+    g.add_argument("--spm-type", choices=("bpe", "unigram"), default=spm_type, help="sentencepiece model type")
+    g.add_argument(
+        "--separate-vocab",
+        action="store_true",
+        default=not joint,
+        help="one subword model and dictionary per language instead of a joint one",
+    )
+    g.add_argument(
+        "--lowercase",
+        action=argparse.BooleanOptionalAction,
+        default=lowercase,
+        help="lowercase all text (Edunov et al.'s IWSLT14 setup does)",
+    )
+    g.add_argument(
+        "--moses-escape",
+        action="store_true",
+        help="escape & < > ' \" | [ ] as tokenizer.perl does by default (off: plain characters)",
+    )
+
+
+def data_root(recipe: str, prepare: Sequence[str] = ()) -> Path:
+    """Where a recipe's data goes: ``work/data/<recipe>``, or ``<recipe>.<hash>`` when it is
+    given arguments of its own (an experiment's ``prepare:``), so that each set of
+    arguments has a folder of its own and ``mixer-prepare`` and ``mixer-run`` find the same one."""
+    if not prepare:
+        return WORK / "data" / recipe
+    return WORK / "data" / f"{recipe}.{hashlib.sha256(shlex.join(prepare).encode()).hexdigest()[:8]}"
+
+
+def resolve_root(args: argparse.Namespace, recipe: str) -> Path:
+    return args.root or data_root(recipe)
+
+
+def main_wrapper(recipe: str, fn: Callable[[], None]) -> None:
+    """Run a recipe; a PrepError is one line on stderr and exit status 2."""
+    try:
+        fn()
+    except PrepError as e:
+        print(f"mixer-prepare {recipe}: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print(
+            f"mixer-prepare {recipe}: interrupted; finished steps are kept, the rest is redone next time",
+            file=sys.stderr,
+        )
+        sys.exit(130)
