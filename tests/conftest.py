@@ -220,9 +220,9 @@ TRAIN_LOG_LINE = "2026-11-24 10:00:00 | INFO | train_inner | epoch 001:  50 / 90
 def work_at(monkeypatch, path: Path):
     """Point every module that keeps ``paths.WORK`` (where runs and prepared data go) at ``path``."""
     from mixer_plugin.data import workspace
-    from mixer_plugin.experiments import archive, runner, stages
+    from mixer_plugin.experiments import archive, runner, schedule, stages
 
-    for module in (workspace, stages, archive, runner):
+    for module in (workspace, stages, archive, runner, schedule):
         monkeypatch.setattr(module, "WORK", path)
 
 

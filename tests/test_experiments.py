@@ -431,7 +431,7 @@ def test_a_work_folder_linked_to_nothing_is_a_one_line_error(tmp_path, corpus):
 def test_flags_given_with_an_equals_sign():
     """--max-update=N is what argparse accepts as well: the budget a training may grow by
     without starting over must be recognised in that form too."""
-    from mixer_plugin.experiments.stages import drop_flag, flag_value
+    from mixer_plugin.experiments.argv import drop_flag, flag_value
 
     argv = ["train", "--max-update=3750", "--lr", "0.002", "--max-update", "5000", "--max-updates", "9"]
     assert flag_value(argv, "--max-update") == "5000" and flag_value(argv[:2], "--max-update") == "3750"
@@ -495,7 +495,7 @@ def test_commands_get_the_allocator_settings_unless_the_user_set_them(monkeypatc
     """glibc's defaults cost CPU training page faults (results/bench/bench_allocator_cpu.md): every
     command the runner starts gets the fixed mmap threshold and no trimming, and a value
     the user exported wins."""
-    from mixer_plugin.experiments.stages import command_env
+    from mixer_plugin.experiments.commands import command_env
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
@@ -595,14 +595,12 @@ def test_a_campaigns_commit_carries_the_readme_blocks_it_changed(tmp_path, monke
 
 def commit_record(kept: Path, chain, **stamp):
     """A committed run's record as the archive writes it, holding ``chain``'s commands as they
-    read on any machine (``stages.portable``)."""
-    from mixer_plugin.experiments import stages
+    read on any machine (``argv.portable``)."""
+    from mixer_plugin.experiments import argv, stages
 
     kept.mkdir(parents=True, exist_ok=True)
-    checkout, work = str(stages.PLUGIN.parent), str(stages.WORK)  # (the fixtures' work/)
-    record = {
-        s.name: {"commands": [stages.portable(argv, checkout, work) for argv in s.commands], **stamp} for s in chain
-    }
+    checkout, work = str(argv.PLUGIN.parent), str(stages.WORK)  # (the fixtures' work/)
+    record = {s.name: {"commands": [argv.portable(a, checkout, work) for a in s.commands], **stamp} for s in chain}
     (kept / "run.json").write_text(json.dumps({"stages": record, "scores": {"bleu": 1.0}}, indent=1) + "\n")
 
 
@@ -665,7 +663,7 @@ def test_commands_name_the_interpreter_one_way(tmp_path, monkeypatch):
     recorded command differed in its first word, so every finished stage read as changed
     and its run was moved aside and trained again."""
     from mixer_plugin import paths
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import commands
 
     (tmp_path / "python").symlink_to(sys.executable)
     (tmp_path / "python3").symlink_to(sys.executable)
@@ -673,7 +671,7 @@ def test_commands_name_the_interpreter_one_way(tmp_path, monkeypatch):
         monkeypatch.setattr(sys, "executable", str(tmp_path / name))
         assert paths.interpreter() == str(tmp_path / "python")
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
-    assert stages.fairseq("train")[0] == paths.PYTHON  # what the stamps record
+    assert commands.fairseq("train")[0] == paths.PYTHON  # what the stamps record
 
 
 def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):

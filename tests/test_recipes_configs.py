@@ -8,8 +8,9 @@ import pytest
 from conftest import work_at
 
 from mixer_plugin.experiments import paper_rows
+from mixer_plugin.experiments.argv import flag_value
 from mixer_plugin.experiments.spec import load
-from mixer_plugin.experiments.stages import flag_value, prepare_stage, run_stages
+from mixer_plugin.experiments.stages import prepare_stage, run_stages
 
 
 def test_committed_configs_are_in_sync():

@@ -185,12 +185,12 @@ def valid_updates(log):
 def test_the_runner_ends_a_resumed_training_where_its_rule_stops_the_unbroken_one(tmp_path, monkeypatch):
     """fairseq counts --patience from zero after a resume and would train on to 2,000; the
     runner ends it once the checkpoint of 1,000, where the whole log's rule stops, is saved."""
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import running
 
-    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
     stage = fake_training(tmp_path, KILLED, RESUMED)
     said = []
-    stages.execute(stage, threads=1, say=said.append)
+    running.execute(stage, threads=1, say=said.append)
     assert valid_updates(stage.log) == [250, 500, 750, 1000]
     assert any("stopped at update 1000" in s for s in said), said
 
@@ -198,23 +198,23 @@ def test_the_runner_ends_a_resumed_training_where_its_rule_stops_the_unbroken_on
 def test_a_training_its_rule_had_ended_is_not_resumed(tmp_path, monkeypatch):
     """Killed after fairseq's stop and before the runner's stamp: started again, the runner
     does not resume it (fairseq would count from zero and train on)."""
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import running
 
-    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
     stage = fake_training(tmp_path, KILLED + RESUMED[:1], RESUMED[1:])
     said = []
-    stages.execute(stage, threads=1, say=said.append)
+    running.execute(stage, threads=1, say=said.append)
     assert not (tmp_path / "ran").exists()
     assert valid_updates(stage.log) == [250, 500, 750, 1000]
     assert any("stopped at update 1000" in s for s in said), said
 
 
 def test_a_training_without_a_stopping_rule_runs_to_its_end(tmp_path, monkeypatch):
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import running
 
-    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
     stage = fake_training(tmp_path, KILLED, RESUMED[:2], rule=RULE[:-2])  # no --patience
-    stages.execute(stage, threads=1, say=lambda s: None)
+    running.execute(stage, threads=1, say=lambda s: None)
     assert valid_updates(stage.log)[-1] == 1250
 
 
@@ -222,7 +222,7 @@ def test_a_patience_that_is_no_number_is_left_to_fairseqs_one_line_error():
     """The runner reads --patience before it starts fairseq-train: a value that is no integer
     means no rule of ours, and fairseq's argparse then stops the training in one line naming
     the flag (a ValueError traceback here would come first)."""
-    from mixer_plugin.experiments.stages import stopping_rule
+    from mixer_plugin.experiments.argv import stopping_rule
 
     assert stopping_rule(["--patience", "eight", "--best-checkpoint-metric", "bleu"]).patience == -1
     assert stopping_rule(["--patience=8"]).patience == 8
@@ -233,13 +233,13 @@ def test_a_pausing_runner_ends_a_training_right_after_its_next_checkpoint(rule, 
     """Asked to pause (SIGUSR1, --stop-after) while a training runs, the runner ends it once
     its next checkpoint is saved, the moment it loses nothing, and says which (StagePaused:
     unfinished, so the next run continues from there)."""
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import running
 
-    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
     improving = [(500, 12.0), (750, 12.5), (1000, 13.0)]
     stage = fake_training(tmp_path, KILLED[:1], improving, rule=rule)  # resumed at 250; saves at 500, 750, ...
-    with pytest.raises(stages.StagePaused, match="after its checkpoint of update 500"):
-        stages.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
+    with pytest.raises(running.StagePaused, match="after its checkpoint of update 500"):
+        running.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
     assert valid_updates(stage.log) == [250, 500]
     assert "(epoch 1 @ 500 updates" in (tmp_path / "checkpoint_last.pt").read_text()
 
@@ -248,26 +248,26 @@ def test_a_pause_names_the_checkpoint_the_training_ended_at(tmp_path, monkeypatc
     """A checkpoint saved between the runner's last look at the log and the training's end
     (CI: a 24-update training saving every 4 updates) is where the training continues from:
     the pause names it, not the one the runner saw last (before: 500 said, 750 saved)."""
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import running
 
-    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
     monkeypatch.setenv("FAKE_SAVE_ON_TERM", "1")
     improving = [(500, 12.0), (750, 12.5), (1000, 13.0)]
     stage = fake_training(tmp_path, KILLED[:1], improving, rule=RULE[:-2])
-    with pytest.raises(stages.StagePaused, match="after its checkpoint of update 750 "):
-        stages.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
+    with pytest.raises(running.StagePaused, match="after its checkpoint of update 750 "):
+        running.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
     assert "(epoch 1 @ 750 updates" in (tmp_path / "checkpoint_last.pt").read_text()
 
 
 def test_a_pause_at_the_checkpoint_where_the_rule_ends_the_training_finishes_it(tmp_path, monkeypatch):
     """The checkpoint a pause would end the training at is the one where its stopping rule
     ends it anyway: the training is finished, not paused."""
-    from mixer_plugin.experiments import stages
+    from mixer_plugin.experiments import running
 
-    monkeypatch.setattr(stages, "STOP_POLL", 0.05)
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
     stage = fake_training(tmp_path, KILLED, RESUMED)
     said = []
-    stages.execute(stage, threads=1, say=said.append, pausing=lambda: True)
+    running.execute(stage, threads=1, say=said.append, pausing=lambda: True)
     assert valid_updates(stage.log) == [250, 500, 750, 1000]
     assert any("stopped at update 1000" in s for s in said), said
 

@@ -61,7 +61,7 @@ def under_runner_allocator() -> None:
     a benchmark that generates in its own process starts itself again, once, under the
     settings ``mixer-run`` gives every fairseq command, so that it measures what the
     runner runs.  A user's own settings are kept."""
-    from ..experiments.stages import ALLOCATOR_ENV
+    from ..experiments.commands import ALLOCATOR_ENV
 
     if all(name in os.environ for name in ALLOCATOR_ENV):
         return

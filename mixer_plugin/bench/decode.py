@@ -57,7 +57,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..experiments.stages import PRECISIONS, command_env
+from ..experiments.commands import PRECISIONS, command_env
 from ..mixers.base import WindowMixer
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, Role, build_mixer, parse_item
 from ..paths import PLUGIN

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..data.workspace import data_root
+from ..experiments.argv import drop_flag, shell
+from ..experiments.commands import command_env, prep_manifest, train_command
 from ..experiments.spec import load
-from ..experiments.stages import command_env, drop_flag, prep_manifest, shell, train_command
 from . import mixers
 from .common import RESULTS, command_line, write_outputs
 

@@ -11,9 +11,11 @@ from typing import List
 
 from ..files import atomic_path
 from ..paths import PROJECT, RESULTS, WORK
+from .argv import portable_in
 from .collect import RECORD, ModelResult
+from .commands import beside_device
 from .spec import Experiment, Model
-from .stages import Stage, beside_device, portable_in, run_dir
+from .stages import Stage, run_dir
 
 
 def results_path(exp: Experiment) -> Path:

@@ -22,8 +22,10 @@ from ..data.workspace import data_root
 from ..files import atomic_path
 from ..paths import PROJECT, shown
 from . import claims
+from .argv import flag_value, portable_in, shell, stopping_rule
+from .commands import prep_manifest
 from .spec import Experiment, Model
-from .stages import flag_value, portable_in, prep_manifest, run_dir, shell, stopping_rule
+from .stages import run_dir
 from .trainlog import Selection, hours_to, parse_train_log, stopping_point
 
 # the metrics a results table shows, by the key the scorer gives them, and their names
@@ -184,7 +186,7 @@ def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path
 
 def stage_records(run: Path) -> Dict[str, dict]:
     """Each finished stage's stamp, its commands as they read on any machine
-    (``stages.portable_in``)."""
+    (``argv.portable_in``)."""
     out = {}
     for path in sorted((run / ".stages").glob("*.json")):
         if path.stem.endswith("begun"):

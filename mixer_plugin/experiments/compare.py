@@ -23,8 +23,8 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .argv import stopping_rule
 from .collect import Peak, peak
-from .stages import stopping_rule
 from .trainlog import Selection
 
 _DETAIL = re.compile(r"= [\d.]+ ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) \(BP = ([\d.]+)")

@@ -7,7 +7,8 @@ import threading
 import time
 from typing import Dict, List
 
-from .stages import Stage, flag_value, stopping_rule
+from .argv import flag_value, stopping_rule
+from .stages import Stage
 from .trainlog import parse_train_log, stopping_point
 
 HEARTBEAT = 300  # seconds between the progress lines of a training

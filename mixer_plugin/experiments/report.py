@@ -25,11 +25,13 @@ from ..files import atomic_path
 from ..paths import shown
 from . import claims
 from .archive import keep_run_outputs, results_path
+from .argv import placed_in, shell
 from .collect import PRIMARY, ModelResult, collect, keys, run_bootstraps
+from .commands import prep_manifest
 from .plots import make_plots
 from .seed_tables import by_source_table, choice_table, own_seeds_table, seed_pairs_table, seeds_rule_table
 from .spec import Experiment
-from .stages import placed_in, prep_manifest, prepare_stage, run_stages, shell
+from .stages import prepare_stage, run_stages
 from .table import columns, fmt_score, render, shape
 from .verdicts import VERDICTS, claim_metric, verdicts, verdicts_beside
 

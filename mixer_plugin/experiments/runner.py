@@ -52,10 +52,10 @@ from typing import List, Optional
 from ..data.workspace import data_root
 from ..paths import WORK, shown
 from . import report
+from .commands import ngpu, precision
 from .schedule import Runner
 from .signals import PAUSED, pause, request_pause, stop
 from .spec import ExperimentError, load
-from .stages import ngpu, precision
 
 
 def dangling_link(path: Path) -> Optional[Path]:

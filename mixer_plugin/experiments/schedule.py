@@ -14,11 +14,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, signals
 from .archive import restore_run
+from .argv import shell
 from .locks import Held, Lock
 from .progress import HEARTBEAT, Progress, training_status
 from .publish import git_repo, publish
+from .running import execute
 from .spec import Experiment, ExperimentError, Model
-from .stages import Stage, StageError, StagePaused, execute, prepare_stage, run_dir, run_stages, shell
+from .stages import Stage, StageError, StagePaused, prepare_stage, run_dir, run_stages
 
 
 def machine_cores() -> int:

@@ -56,7 +56,7 @@ def pause(signum: int, frame: Optional[FrameType]) -> None:
 
 def request_pause(why: str) -> None:
     """Pause the campaign where nothing is lost: no stage starts from now on, each training
-    ends right after its next checkpoint (``stages.TrainingWatch``), every other stage (minutes
+    ends right after its next checkpoint (``running.TrainingWatch``), every other stage (minutes
     long) finishes, then the runner exits with status PAUSED.  Said once, with os.write (it
     runs in a signal handler or a timer thread)."""
     global PAUSING

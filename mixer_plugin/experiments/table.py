@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from .argv import flag_value
 from .collect import (
     PRIMARY,
     ModelResult,
@@ -21,7 +22,6 @@ from .collect import (
     train_flags,
 )
 from .spec import Experiment, Model, paper_figures
-from .stages import flag_value
 from .verdicts import claim_cells, claim_metric
 
 
