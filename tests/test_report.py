@@ -55,7 +55,7 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
 
 
 def compared(mine, theirs, p):
-    """A comparison record as ``collect.pooled`` gives it (seeds 1, 2, ...)."""
+    """A comparison record as ``bootstraps.pooled`` gives it (seeds 1, 2, ...)."""
     seeds = lambda xs: [f"seed{i + 1}" for i in range(len(xs))]  # noqa: E731
     delta = sum(mine) / len(mine) - sum(theirs) / len(theirs)
     return dict(
@@ -300,7 +300,7 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     their own words/s compare nothing (one session's machine trained 1.6 times faster than
     the last's).  With ``speed:`` the columns are the idle-machine benchmarks of every row,
     each with its speed-up against that run's baseline; the runs' own timings stay out."""
-    from mixer_plugin.experiments import collect, plots, report, spec
+    from mixer_plugin.experiments import bootstraps, collect, plots, report, spec
 
     make_plots = plots.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
@@ -345,7 +345,7 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     assert "| – | – |" in table["C"]  # a row the benchmarks have not timed
     assert "every hypothesis pinned to L = 25 tokens, beam 4" in md and "not benchmarked" not in md
     collected = collect.collect(exp)
-    collect.run_bootstraps(exp, collected)
+    bootstraps.run_bootstraps(exp, collected)
     (tmp_path / "curves.png").write_bytes(b"a plot of runs that are gone")
     assert [p.name for p in make_plots(exp, collected, tmp_path)] == ["score_vs_speed.png"]  # no curves: no logs
     assert not (tmp_path / "curves.png").exists()

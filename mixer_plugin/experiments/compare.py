@@ -13,7 +13,7 @@ BLEU's n-gram precisions, brevity penalty and the per-source scores; and, over t
 both runs have, how often the first is ahead in BLEU and above in loss, its mean BLEU gap within
 each stretch that ``--bins`` marks, each run's lowest validation loss, and the first validation
 at which the first run reaches the second's peak.  No p-values: the paired bootstraps are the
-results table's (``collect.run_bootstraps``).
+results table's (``bootstraps.run_bootstraps``).
 """
 
 import argparse

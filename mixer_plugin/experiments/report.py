@@ -26,7 +26,8 @@ from ..paths import shown
 from . import claims
 from .archive import keep_run_outputs, results_path
 from .argv import placed_in, shell
-from .collect import PRIMARY, ModelResult, collect, keys, run_bootstraps
+from .bootstraps import run_bootstraps
+from .collect import PRIMARY, ModelResult, collect, keys
 from .commands import prep_manifest
 from .plots import make_plots
 from .seed_tables import by_source_table, choice_table, own_seeds_table, seed_pairs_table, seeds_rule_table

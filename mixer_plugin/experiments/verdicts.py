@@ -1,5 +1,5 @@
 """The paper's claims in a results file: each judged (``claims.judge``) on its row's one
-comparison with the other row (``collect.pooled``), as the table's claim cell and as the small
+comparison with the other row (``bootstraps.pooled``), as the table's claim cell and as the small
 record kept beside the results (``VERDICTS``), and set beside the verdicts that another file's
 table gave the same claims (the converged leaderboard beside the 3,750-update one)."""
 
@@ -18,7 +18,7 @@ VERDICTS = "claims.json"  # beside the results file: each judged claim (``verdic
 
 def judgement(r: ModelResult, claim: Claim) -> Optional[claims.Judgement]:
     """A row's claim judged (``claims.judge``) on its one comparison with the other row
-    (``collect.pooled``: every seed's score and the p of the gap between the means), or
+    (``bootstraps.pooled``: every seed's score and the p of the gap between the means), or
     None while either row has no finished run."""
     rec = r.extra.get("claims", {}).get(claim)
     if rec is None:
