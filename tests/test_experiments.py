@@ -6,6 +6,7 @@ changes."""
 
 import dataclasses
 import json
+import lzma
 import os
 import re
 import runpy
@@ -145,7 +146,9 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert "--model-overrides" in md and "mixer_plugin.scoring" in md and "mixer_plugin.data.postprocess" in md
     # each run kept as its record and hypotheses: nothing else, and no path of this machine
     for kept in (tmp / "results" / "tiny" / "runs").glob("*/seed*"):
-        assert {p.name for p in kept.iterdir()} == {"run.json", "hyp.txt"}, kept
+        assert {p.name for p in kept.iterdir()} == {"run.json", "hyp.txt.xz"}, kept
+        hyps = tmp / "work" / "tiny" / kept.parent.name / kept.name / "gen-test" / "hyp.txt"
+        assert lzma.decompress((kept / "hyp.txt.xz").read_bytes()) == hyps.read_bytes()  # kept whole
         record = (kept / "run.json").read_text()
         assert str(tmp) not in record and str(E2E_REPO) not in record and sys.executable not in record
     record = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "run.json").read_text())
@@ -687,23 +690,17 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     [(label, chain)] = schedule.Runner(exp, 1, 1).chains()
     kept = archive.kept_runs(exp) / label
     commit_record(kept, chain)
-    (kept / "hyp.txt").write_text("committed hyp.txt\n")
+    (kept / archive.KEPT_HYPS).write_bytes(lzma.compress(b"committed hyp.txt\n"))
 
-    copies = []
+    def full_disk(data):  # the record is copied, then the disk fills while the hypotheses are written
+        raise OSError(28, "No space left on device")
 
-    def copy_then_fail(src, dst):
-        copies.append(src)
-        if len(copies) == 2:
-            raise OSError(28, "No space left on device")
-        return real_copy(src, dst)
-
-    real_copy = shutil.copyfile
-    monkeypatch.setattr(archive.shutil, "copyfile", copy_then_fail)
     model = spec.load(exp.path).models["A"]
-    with pytest.raises(OSError):
-        archive.restore_run(exp, model, 1, chain)
+    with monkeypatch.context() as m:
+        m.setattr(archive.lzma, "decompress", full_disk)
+        with pytest.raises(OSError):
+            archive.restore_run(exp, model, 1, chain)
     assert not run.exists(), sorted(p.name for p in run.rglob("*"))
-    monkeypatch.setattr(archive.shutil, "copyfile", real_copy)
     assert archive.restore_run(exp, model, 1, chain)  # the next start restores it whole
     assert json.loads((run / "run.json").read_text()) == json.loads((kept / "run.json").read_text())
     assert (run / "gen-test" / "hyp.txt").read_text() == "committed hyp.txt\n"
@@ -726,7 +723,7 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
 
     def commit(version):
         commit_record(kept, chain, finished=version)
-        (kept / "hyp.txt").write_text(f"{version}\n")
+        (kept / archive.KEPT_HYPS).write_bytes(lzma.compress(f"{version}\n".encode()))
 
     model = spec.load(exp.path).models["A"]
     commit("monday")

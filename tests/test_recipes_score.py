@@ -3,6 +3,7 @@ tiny cases, the compound split, seeds (mean +- std), paired bootstrap, per-sourc
 scores, and the command line (``mixer-score HYP REF --json OUT``) with its errors."""
 
 import json
+import lzma
 import math
 import subprocess
 import sys
@@ -234,3 +235,16 @@ def test_pooled_gap_on_the_command_line(tmp_path):
     with pytest.raises(SystemExit):  # --pooled without a baseline: one line, exit 2
         score.main([sys_a, write(tmp_path / "ref.txt", ref), "--pooled"])
     assert cli([sys_a, str(tmp_path / "ref.txt")]) is None
+
+
+def test_kept_hypotheses_are_read_through_xz(tmp_path):
+    """A committed run keeps its hypotheses as hyp.txt.xz (experiments/archive.py): mixer-score
+    reads them as the text they hold, and a damaged file is one line naming it."""
+    lines = ["das ist ein Test", "zweite Zeile \u2028 mit Trenner", ""]
+    plain, packed = tmp_path / "hyp.txt", tmp_path / "hyp.txt.xz"
+    plain.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    packed.write_bytes(lzma.compress(plain.read_bytes()))
+    assert score.read_lines(packed, "hypothesis") == score.read_lines(plain, "hypothesis") == lines
+    packed.write_bytes(b"not xz")
+    with pytest.raises(score.ScoreError, match="not a valid xz file: .*hyp.txt.xz"):
+        score.read_lines(packed, "hypothesis")

@@ -52,7 +52,7 @@ def test_every_kept_run_is_its_record_and_its_hypotheses():
     runs = kept_runs()
     assert len(runs) >= 58
     for run in runs:
-        assert {p.name for p in run.iterdir()} <= {"run.json", "hyp.txt"}, run
+        assert {p.name for p in run.iterdir()} <= {"run.json", "hyp.txt.xz"}, run
         record = json.loads((run / "run.json").read_text(encoding="utf-8"))
         assert (record["model"], f"seed{record['seed']}") == (run.parent.name, run.name)
         assert record["scores"] and record["stages"], run

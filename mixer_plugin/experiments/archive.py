@@ -5,6 +5,7 @@ hypotheses; never logs or checkpoints, and no path of the machine that ran it.
 """
 
 import json
+import lzma
 import shutil
 from pathlib import Path
 from typing import List
@@ -16,6 +17,10 @@ from .collect import RECORD, ModelResult
 from .commands import beside_device
 from .spec import Experiment, Model
 from .stages import Stage, run_dir
+
+# a run's hypotheses as kept: xz, a third of the text's size (the kept runs' hypotheses were 24 of
+# results/' 32 MB), read back whole by ``restore_run`` and by ``mixer-score``, which opens .xz
+KEPT_HYPS = "hyp.txt.xz"
 
 
 def results_path(exp: Experiment) -> Path:
@@ -37,7 +42,7 @@ def committed_runs(exp: Experiment) -> Path:
 
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
     """Each finished run beside the results file: ``run.json`` (its record) and its
-    hypotheses.  ``restore_run`` brings them back on a machine whose ``work/`` is empty."""
+    hypotheses (``KEPT_HYPS``).  ``restore_run`` brings them back on a machine whose ``work/`` is empty."""
     for r in results:
         for run, record in zip(r.runs, r.records):
             dest = kept_runs(exp) / r.model.name / run.name
@@ -48,7 +53,7 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
                 tmp.mkdir()
                 (tmp / RECORD).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
                 if hyps.is_file():
-                    shutil.copyfile(hyps, tmp / hyps.name)
+                    (tmp / KEPT_HYPS).write_bytes(lzma.compress(hyps.read_bytes()))
 
 
 def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
@@ -86,8 +91,8 @@ def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], co
         gen = tmp / f"gen-{model.generate.subset}"
         gen.mkdir(parents=True)
         shutil.copyfile(committed, tmp / RECORD)  # what the results read of a restored run
-        if (kept / "hyp.txt").is_file():  # (a classification run has none)
-            shutil.copyfile(kept / "hyp.txt", gen / "hyp.txt")
+        if (kept / KEPT_HYPS).is_file():  # (a classification run has none)
+            (gen / "hyp.txt").write_bytes(lzma.decompress((kept / KEPT_HYPS).read_bytes()))
         (tmp / ".stages").mkdir()
         (tmp / ".stages" / marker.name).write_text(json.dumps(stages, indent=1) + "\n")
     return True

@@ -5,6 +5,7 @@ switches; a bad input raises :class:`ScoreError`.  What each metric is: ``cli.py
 """
 
 import dataclasses
+import lzma
 import os
 import re
 from pathlib import Path
@@ -44,10 +45,13 @@ def read_lines(path: Union[str, Path], what: str) -> List[str]:
     if not os.path.isfile(path):
         raise ScoreError(f"{what} file not found: {path}")
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        # a run's kept hypotheses are xz (experiments/archive.py): read as the text they hold
+        with (lzma.open if str(path).endswith(".xz") else open)(path, "rt", encoding="utf-8", newline="") as f:
             text = f.read()
     except UnicodeDecodeError as e:
         raise ScoreError(f"{what} file is not valid UTF-8: {path} ({e})") from None
+    except lzma.LZMAError as e:
+        raise ScoreError(f"{what} file is not a valid xz file: {path} ({e})") from None
     # Split on "\n" only (str.splitlines would also split on U+2028, \x0c, ...).
     lines = text.split("\n")
     if lines and lines[-1] == "":
