@@ -31,7 +31,8 @@ from ..data.workspace import data_root
 from ..experiments.spec import load
 from ..experiments.stages import command_env, drop_flag, prep_manifest, shell, train_command
 from . import mixers
-from .common import RESULTS, command_line, write_outputs
+from .result_files import RESULTS, write_outputs
+from .run_record import command_line
 
 WPS = re.compile(r"\| train_inner \|.*?wps=([\d.]+)")
 
