@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from mixer_plugin.bench import common, heads, mixers, multiscale
+from mixer_plugin.bench import (
+    heads,
+    layer_args,
+    layer_measure,
+    layer_modules,
+    mixers,
+    multiscale,
+    result_files,
+    run_record,
+)
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
 
 # the mixers benchmark runs every registered mixer in fp32 (no --mixers); in bf16, which is
@@ -28,13 +37,13 @@ BF16_MIXERS = ["--mixers", "ngram,local,hard"]
 )
 def test_layer_benchmark_runs_in_each_dtype(bench, dtype, tmp_path, monkeypatch):
     seen = set()
-    step = common.step
+    step = layer_measure.step
 
     def recording_step(m, x, g, mask):  # what each timed module actually ran in
         seen.update({x.dtype} | {p.dtype for p in m.parameters()} | ({mask.dtype} if mask is not None else set()))
         return step(m, x, g, mask)
 
-    monkeypatch.setattr(common, "step", recording_step)
+    monkeypatch.setattr(layer_measure, "step", recording_step)
     md, js = tmp_path / "b.md", tmp_path / "b.json"
     chosen = BF16_MIXERS if dtype == "bfloat16" else []
     bench.main(
@@ -77,49 +86,51 @@ def test_a_stale_mixer_label_is_an_error():
 
 def test_the_layer_benchmark_readings_are_registered():
     """The readings mixer-bench mixers times beside a mixer's defaults build in its roles."""
-    labels = dict(common.variants())
-    for name, readings in common.EXTRA_VARIANTS.items():
+    labels = dict(layer_modules.variants())
+    for name, readings in layer_modules.EXTRA_VARIANTS.items():
         roles = MIXER_REGISTRY[name].roles & set(mixers.ROLES)
-        assert all(r in labels and common.spec_problem(r, roles) is None for r in readings), name
+        assert all(r in labels and layer_modules.spec_problem(r, roles) is None for r in readings), name
 
 
 def test_the_heads_comparison_set_is_registered():
     """The heads benchmark's list is the interacting-head paper's comparison set, on purpose;
     each of its specs must still build in both roles from the registry."""
-    assert all(common.spec_problem(spec, heads.ROLES) is None for spec in heads.MIXERS)
+    assert all(layer_modules.spec_problem(spec, heads.ROLES) is None for spec in heads.MIXERS)
     assert "interacting" in heads.MIXERS  # the mixer its goal is about
 
 
 def test_the_decode_benchmark_times_every_decoder_mixer():
     """mixer-bench decode's models come from the registry: the transformer, then every mixer
     that can be a decoder's self-attention (and its cross-attention where it can be that too)."""
-    from mixer_plugin.bench import decode
+    from mixer_plugin.bench import decode_models
 
     decoders = {name for name, e in MIXER_REGISTRY.items() if name != "attn" and Role.DECODER_SELF in e.roles}
-    assert list(decode.MODELS)[0] == "transformer" and decode.MODELS["transformer"] == []
-    assert decoders <= set(decode.MODELS)
-    for label, spec in decode.SPECS.items():
+    assert list(decode_models.MODELS)[0] == "transformer" and decode_models.MODELS["transformer"] == []
+    assert decoders <= set(decode_models.MODELS)
+    for label, spec in decode_models.SPECS.items():
         if spec is None:
             continue
         entry = MIXER_REGISTRY[spec.split(":")[0]]
         roles = entry.roles & {Role.DECODER_SELF, Role.DECODER_CROSS}
-        assert common.spec_problem(spec, roles) is None
+        assert layer_modules.spec_problem(spec, roles) is None
         cross = ["--decoder-cross-mixers", spec] if Role.DECODER_CROSS in roles else []
-        assert decode.MODELS[label] == ["--decoder-mixers", spec, *cross]
-    assert set(decode.DECODE_SPECS) | set(decode.EXTRA_MODELS) <= set(decode.MODELS)  # none left behind by a rename
-    assert {"ngram", "local", "multiscale"} <= {m for m, s in decode.SPECS.items() if s and decode.bounded_state(s)}
-    assert not decode.bounded_state(decode.SPECS["hard"])  # attention's O(L) cache
+        assert decode_models.MODELS[label] == ["--decoder-mixers", spec, *cross]
+    # none left behind by a rename
+    assert set(decode_models.DECODE_SPECS) | set(decode_models.EXTRA_MODELS) <= set(decode_models.MODELS)
+    bounded = {m for m, s in decode_models.SPECS.items() if s and decode_models.bounded_state(s)}
+    assert {"ngram", "local", "multiscale"} <= bounded
+    assert not decode_models.bounded_state(decode_models.SPECS["hard"])  # attention's O(L) cache
 
 
 def test_default_outputs_name_the_dtype(monkeypatch):
     import argparse
 
     ap = argparse.ArgumentParser()
-    common.add_group_args(ap, mixers.NAME, "64")
+    layer_args.add_group_args(ap, mixers.NAME, "64")
     ap.add_argument("--quick", action="store_true")
     for dtype, stem in (("float32", "bench_mixers_cpu"), ("bfloat16", "bench_mixers_cpu_bf16")):
         args = ap.parse_args(["--device", "cpu", "--dtype", dtype, "--threads", str(torch.get_num_threads())])
-        common.setup_group_args(ap, args, mixers.NAME)
+        layer_args.setup_group_args(ap, args, mixers.NAME)
         assert args.md.endswith(f"results/bench/{stem}.md") and args.json.endswith(f"results/bench/{stem}.json")
 
 
@@ -192,9 +203,9 @@ def test_benchmarks_name_the_cpu_model_the_training_stamps_name(tmp_path):
     from mixer_plugin.bench import hard_ops
     from mixer_plugin.files import machine
 
-    cpu = common.cpu_name()
+    cpu = run_record.cpu_name()
     assert cpu.startswith(machine()["cpu"]) and machine().get("cpu_id", "") in cpu
-    assert common.run_meta(torch.device("cpu"))["device_name"] == cpu
+    assert run_record.run_meta(torch.device("cpu"))["device_name"] == cpu
     js = tmp_path / "h.json"
     hard_ops.main(
         ["--device", "cpu", "--batch", "2", "--min-run-time", "0.01", "--md", str(tmp_path / "h.md"), "--json", str(js)]
@@ -209,7 +220,7 @@ def test_committed_layer_table_is_what_its_json_renders_to(bench, tmp_path):
     was edited by hand, and a change of presentation cannot change a measurement); the layer
     benchmark draws its speed-up-over-L plot beside it."""
     stem = f"{bench.NAME}_cpu"
-    committed = common.RESULTS / stem
+    committed = result_files.RESULTS / stem
     md = tmp_path / f"{stem}.md"
     bench.main(["--from-json", str(committed.with_suffix(".json")), "--md", str(md)])
     assert md.read_text() == committed.with_suffix(".md").read_text()
@@ -226,7 +237,7 @@ def test_decode_benchmark_times_the_rows_of_an_experiment(e2e_data, tmp_path, mo
     its --model-overrides, and its speed-up is against the baseline of the same run."""
     import yaml
 
-    from mixer_plugin.bench import decode
+    from mixer_plugin.bench import decode, decode_timing
 
     path = tmp_path / "rows.yaml"
     path.write_text(
@@ -246,7 +257,7 @@ def test_decode_benchmark_times_the_rows_of_an_experiment(e2e_data, tmp_path, mo
         )
     )
     seen = []
-    generate = decode.generate
+    generate = decode_timing.generate
 
     def recording(data, checkpoint, *a, extra=(), **kw):
         seen.append((Path(checkpoint).parent.name, list(extra)))
@@ -299,8 +310,8 @@ def test_a_failed_write_leaves_the_old_tables(tmp_path):
     """A benchmark that dies while writing its outputs (here: a payload JSON cannot hold)
     keeps the tables of its last run instead of leaving a truncated file."""
     md, js = tmp_path / "bench.md", tmp_path / "bench.json"
-    common.write_outputs(md, js, "| old |", {"rows": [1]})
+    result_files.write_outputs(md, js, "| old |", {"rows": [1]})
     with pytest.raises(TypeError):
-        common.write_outputs(md, js, "| new |", {"rows": [object()]})
+        result_files.write_outputs(md, js, "| new |", {"rows": [object()]})
     assert json.loads(js.read_text()) == {"rows": [1]}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "bench.md"]

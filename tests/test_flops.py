@@ -13,7 +13,7 @@ from mixer_cases import Case, all_cases, make_mixer, run
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from mixer_plugin.bench.common import module_macs
+from mixer_plugin.bench.flops import module_macs
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
 
 # counted by the FLOP counter: matmuls, linear layers and convolutions (not sums or maxima).
@@ -38,7 +38,7 @@ def test_the_banded_mixers_are_registered():
 
 @pytest.mark.parametrize("case", all_cases(), ids=[c.id for c in all_cases()])
 def test_every_registered_mixer_declares_its_multiply_adds(case):
-    """What the layer benchmarks price every module by (``bench.common.module_macs``: the
+    """What the layer benchmarks price every module by (``bench.flops.module_macs``: the
     mixer's ``macs``, the stock formula for ``attn``), in every role the mixer fills."""
     m = make_mixer(case, dtype=torch.float32)
     try:

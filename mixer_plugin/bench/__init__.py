@@ -13,8 +13,12 @@ nothing, and each records its command, machine, load and date beside its tables.
 
 ``mixer-bench NAME --help`` shows a benchmark's options; results go to
 ``results/bench/bench_<name>_<device>.{md,json}`` unless ``--md`` / ``--json`` say otherwise.
-What they share (building a mixer for a role, timing a step, run metadata, the outputs) is
-``mixer_plugin/bench/common.py``.
+What they share sits beside them, in modules of one job each: building a mixer for a role
+(``layer_modules``), timing a step (``layer_measure``), multiply-adds and peak FLOP/s
+(``flops``), run metadata (``run_record``), the outputs (``result_files``), the layer
+benchmarks' options and table parts (``layer_args``, ``layer_tables``); the decoding
+benchmarks' models, timed fairseq-generate and options (``decode_models``, ``decode_timing``,
+``decode_args``).
 """
 
 import importlib

@@ -25,8 +25,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
-from .common import RESULTS, command_line, cpu_label, write_outputs
-from .decode import MODELS, SMALL, add_common_args, checked_labels, generate, make_checkpoint
+from .decode_args import add_common_args, checked_labels
+from .decode_models import MODELS, SMALL, make_checkpoint
+from .decode_timing import generate
+from .result_files import RESULTS, write_outputs
+from .run_record import command_line, cpu_label
 
 if TYPE_CHECKING:
     import torch

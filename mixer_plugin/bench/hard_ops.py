@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from torch.utils import benchmark
 
 from ..mixers.hard import value_rows
-from .common import command_line, cpu_label, write_outputs
+from .result_files import write_outputs
+from .run_record import command_line, cpu_label
 
 PAPER = {"compare": (14.40, None), "normalise": (6.22, 2.10), "attend": (12.26, 2.93), "total": (32.88, 19.43)}
 

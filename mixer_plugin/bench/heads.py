@@ -7,7 +7,7 @@ heads grows: forward+backward time and peak memory of ONE module.
     mixer-bench heads --from-json results/bench/bench_heads_cpu.json   # re-render its table, time nothing
 
 A benchmark, not a test: it asserts nothing.  The measuring code is
-``mixer_plugin/bench/common.py``'s (``bench_group``: warmup, round-robin timing of all
+``mixer_plugin/bench/layer_measure.py``'s (``bench_group``: warmup, round-robin timing of all
 modules of one (role, L, H) with the order rotated each round, median and minimum of
 the timed steps, peak memory from the allocator events of one extra step);
 ``mixer-bench mixers --help`` gives the exact method.  Here it runs once per number of
@@ -34,7 +34,13 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..mixers.registry import Role
-from . import common
+from .flops import machine_peak
+from .layer_args import add_group_args, setup_group_args
+from .layer_measure import bench_group
+from .layer_modules import spec_problem
+from .layer_tables import FLOPS_NOTE, flops_cell, fmt_mb, peak_line
+from .result_files import rerender, write_outputs
+from .run_record import run_meta
 
 GOAL = 1.05
 FIXED_HEAD_DIM = 25  # the paper's WMT17 EN-DE mean length (§4.1)
@@ -65,8 +71,8 @@ def mem_cell(r: Dict[str, Any], lab: str) -> str:
     if "peak_bytes" not in r:
         return ""
     if lab == "attn" or r.get("mem_ratio_vs_attn") is None:
-        return common.fmt_mb(r["peak_bytes"])
-    return f"{common.fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f}x)"
+        return fmt_mb(r["peak_bytes"])
+    return f"{fmt_mb(r['peak_bytes'])} ({r['mem_ratio_vs_attn']:.2f}x)"
 
 
 def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
@@ -88,10 +94,10 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
     )
     out.append(
         f"- time: {meta['warmup']} warmup step(s), then the median [minimum] of {meta['repeats']} timed "
-        "forward+backward steps (mixer_plugin/bench/common.py bench_group)"
+        "forward+backward steps (mixer_plugin/bench/layer_measure.py bench_group)"
     )
     out.append(
-        "- memory: peak bytes of one step above what was allocated before it (common.peak_cpu: "
+        "- memory: peak bytes of one step above what was allocated before it (layer_measure.peak_cpu: "
         "the CPU allocator's events; on CUDA max_memory_allocated): activations kept for backward, "
         "temporaries and grads; not parameters or inputs"
     )
@@ -148,7 +154,7 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
             out.append(f"| {role} | {L} | " + " | ".join(cells) + " |")
     out.append("\nMedian [minimum]: the minimum is the step least disturbed by other load.\n")
     out.append("## FLOPs: each mixer against its own ceiling\n")
-    out.append(f"{common.peak_line(meta)}  {common.FLOPS_NOTE}\n")
+    out.append(f"{peak_line(meta)}  {FLOPS_NOTE}\n")
     for role in [r.value for r in ROLES]:
         rr = [r for r in rows if r["role"] == role and "median_s" in r]
         if not rr:
@@ -162,7 +168,7 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
                 if by:
                     out.append(
                         f"| {L} | {H} | "
-                        + " | ".join(common.flops_cell(lab, by[lab]) if lab in by else "" for lab in labels)
+                        + " | ".join(flops_cell(lab, by[lab]) if lab in by else "" for lab in labels)
                         + " |"
                     )
         out.append("")
@@ -171,8 +177,8 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], List[Dict[str, Any]], str]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    common.add_group_args(ap, NAME, "64,256")
-    # no separate repeat count for long inputs unless asked (common.repeats_for)
+    add_group_args(ap, NAME, "64,256")
+    # no separate repeat count for long inputs unless asked (layer_measure.repeats_for)
     ap.set_defaults(repeats_large=None)
     ap.add_argument("--heads", help="comma-separated H (default 4,8,16,32)")
     ap.add_argument("--mixers", help=f"comma-separated specs besides attn (default: {','.join(MIXERS[1:])})")
@@ -181,7 +187,7 @@ def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], Lis
     )
     args = ap.parse_args(argv)
     if args.from_json:
-        return common.rerender(ap, args, markdown)
+        return rerender(ap, args, markdown)
     if args.quick:
         args.heads, args.lengths = args.heads or "4,8", args.lengths or "32"
         args.tokens, args.warmup, args.repeats = 256, 1, 1
@@ -196,15 +202,15 @@ def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], Lis
             ap.error(f"argument --heads: {H} does not divide --dim {args.dim}")
     labels = ["attn"] + (args.mixers.split(",") if args.mixers else MIXERS[1:])
     for lab in labels:
-        problem = common.spec_problem(lab, ROLES)
+        problem = spec_problem(lab, ROLES)
         if problem:
             ap.error(f"--mixers: {problem}")
-    device = common.setup_group_args(ap, args, NAME)
+    device = setup_group_args(ap, args, NAME)
 
     t0 = time.time()
     meta = {
-        **common.run_meta(device),
-        **common.machine_peak(device),
+        **run_meta(device),
+        **machine_peak(device),
         "dim": args.dim,
         "dtype": args.dtype,
         "dropout": args.dropout,
@@ -221,7 +227,7 @@ def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], Lis
         for H in heads:
             args.heads = H  # every module of the group gets H heads
             for role in ROLES:
-                group = common.bench_group(role, L, [(lab, lab) for lab in labels], args, device)
+                group = bench_group(role, L, [(lab, lab) for lab in labels], args, device)
                 for lab in labels:
                     r = group.get(lab)
                     if r is None:
@@ -230,13 +236,13 @@ def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], Lis
                     if "speedup_vs_attn" in r:
                         print(
                             f"{role.value:13s} L={L:4d} H={H:3d} {lab:30s} {1000 * r['median_s']:9.1f} ms "
-                            f"{1 / r['speedup_vs_attn']:5.2f}x time {common.fmt_mb(r['peak_bytes']):>8s} MB",
+                            f"{1 / r['speedup_vs_attn']:5.2f}x time {fmt_mb(r['peak_bytes']):>8s} MB",
                             flush=True,
                         )
                     rows.append(r)
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t0
-    common.write_outputs(args.md, args.json, markdown(meta, rows), {"meta": meta, "rows": rows})
+    write_outputs(args.md, args.json, markdown(meta, rows), {"meta": meta, "rows": rows})
 
 
 if __name__ == "__main__":

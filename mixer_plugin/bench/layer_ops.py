@@ -22,7 +22,11 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from ..mixers.registry import Role
-from .common import RESULTS, build, command_line, machine_peak, module_macs, run_meta, step, variants, write_outputs
+from .flops import machine_peak, module_macs
+from .layer_measure import step
+from .layer_modules import build, variants
+from .result_files import RESULTS, write_outputs
+from .run_record import command_line, run_meta
 
 
 def profile_module(

@@ -8,7 +8,7 @@ mixer against the stock fairseq ``MultiheadAttention`` (``attn``), over sequence
     mixer-bench mixers --from-json results/bench/bench_mixers_cpu.json   # re-render its table and plot, time nothing
 
 This is a benchmark, not a test: it asserts nothing about speed.  The measuring code is
-``mixer_plugin/bench/common.py``'s (``bench_group``), shared with ``heads`` and ``multiscale``.
+``mixer_plugin/bench/layer_measure.py``'s (``bench_group``), shared with ``heads`` and ``multiscale``.
 
 What is measured, per (role, L, mixer):
   * one module, d=512, 8 heads, n=5 (the mixers' window), float32 (``--dtype``), train mode,
@@ -56,24 +56,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ..mixers.registry import Role
-from .common import (
-    FLOPS_NOTE,
-    MATH,
-    add_group_args,
-    bench_group,
-    flops_cell,
-    fmt_mb,
-    length_table,
-    machine_peak,
-    mem_exponent,
-    mixer_labels,
-    peak_line,
-    rerender,
-    run_meta,
-    setup_group_args,
-    variants,
-    write_outputs,
-)
+from .flops import machine_peak
+from .layer_args import add_group_args, setup_group_args
+from .layer_measure import bench_group
+from .layer_modules import MATH, variants
+from .layer_tables import FLOPS_NOTE, flops_cell, fmt_mb, length_table, mem_exponent, mixer_labels, peak_line
+from .result_files import rerender, write_outputs
+from .run_record import run_meta
 
 ROLES = (Role.ENCODER_SELF, Role.DECODER_SELF)
 DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)

@@ -9,7 +9,7 @@ materialised (``attn[math]``), over sequence length, all in one run.
 
 A benchmark, not a test: it asserts nothing.  The measuring code (round-robin timing,
 peak memory from the CPU allocator's events or CUDA's peak counter, the attn[math]
-wrapper) is ``mixer_plugin/bench/common.py``'s ``bench_group``; ``mixer-bench mixers --help``
+wrapper) is ``mixer_plugin/bench/layer_measure.py``'s ``bench_group``; ``mixer-bench mixers --help``
 says exactly what is measured.  Modules: d=512, 8 heads, float32 (``--dtype``), train mode, dropout 0,
 B = tokens // L sequences of length L.
 
@@ -30,7 +30,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..mixers.multiscale import PAPER_SCALES, Scale, alpha_schedule, format_scales, parse_scales
 from ..mixers.registry import Role
-from . import common
+from .flops import machine_peak
+from .layer_args import add_group_args, setup_group_args
+from .layer_measure import bench_group
+from .layer_modules import MATH
+from .layer_tables import FLOPS_NOTE, flops_cell, fmt_mb, length_table, mem_exponent, mixer_labels, peak_line
+from .result_files import rerender, write_outputs
+from .run_record import run_meta
 
 DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048)
 GOAL_LABEL = "multiscale:layer1"
@@ -79,12 +85,12 @@ def fmt_time(r: Dict[str, Any], by: Dict[str, Dict[str, Any]]) -> str:
 
 
 def fmt_mem(r: Dict[str, Any], by: Dict[str, Dict[str, Any]]) -> str:
-    mb = common.fmt_mb(r["peak_bytes"])
+    mb = fmt_mb(r["peak_bytes"])
     if r["mixer"] == "attn":
         return mb
     ratios = f"{r['mem_ratio_vs_attn']:.2f}"
-    math = by.get(common.MATH)
-    if r["mixer"] != common.MATH and math and math.get("peak_bytes"):
+    math = by.get(MATH)
+    if r["mixer"] != MATH and math and math.get("peak_bytes"):
         ratios += f" / {r['peak_bytes'] / math['peak_bytes']:.2f}"
     return f"{mb} ({ratios})"
 
@@ -101,7 +107,7 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str]
         f"- one module, d={meta['dim']}, {meta['heads']} heads, {meta['dtype']}, train mode, dropout 0; "
         f"batch: {meta['batch_rule']}; {meta['warmup']} warmup step(s), then the median of "
         f"{meta['repeats_rule']} timed forward+backward steps, modules of one (role, L) round-robin "
-        "(`mixer_plugin/bench/common.py`'s `bench_group`)",
+        "(`mixer_plugin/bench/layer_measure.py`'s `bench_group`)",
         f"- peak memory: {meta['memory_method']}",
         f"- stock `attn` SDPA kernel(s): {meta['attn_kernels']}",
         "- `attn[math]`: the same stock module on SDPA's math kernel, i.e. dense attention that "
@@ -115,15 +121,15 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str]
         out += table(rows, role, labels, "median_s", fmt_time)
         out += ["", "Peak memory of one step, MB\n"]
         out += table(rows, role, labels, "peak_bytes", fmt_mem)
-        exps = [common.mem_exponent(rows, lab, role) for lab in labels]
+        exps = [mem_exponent(rows, lab, role) for lab in labels]
         out.append("| exp | | " + " | ".join("" if e is None else f"{e:.2f}" for e in exps) + " |")
         out.append("\n`exp`: slope of log(peak bytes per sequence) against log L (1 linear, 2 quadratic).\n")
     out.append("## FLOPs: each variant against its own ceiling\n")
-    out.append(f"{common.peak_line(meta)}  {common.FLOPS_NOTE}\n")
+    out.append(f"{peak_line(meta)}  {FLOPS_NOTE}\n")
     for role in meta["roles"]:
         rr = [r for r in rows if r["role"] == role and "median_s" in r]
-        present = [lab for lab in labels if lab != common.MATH and any(r["mixer"] == lab for r in rr)]
-        out += [f"### {role}\n"] + common.length_table(rr, present, common.flops_cell) + [""]
+        present = [lab for lab in labels if lab != MATH and any(r["mixer"] == lab for r in rr)]
+        out += [f"### {role}\n"] + length_table(rr, present, flops_cell) + [""]
     out.append("## Goal check (issue 5)\n")
     out.append(f"`{GOAL_LABEL}` (the paper's small-scale-heavy first layer), encoder and decoder:\n")
     out.append(
@@ -134,7 +140,7 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str]
     for role in meta["roles"]:
         by = {(r["mixer"], r["L"]): r for r in rows if r["role"] == role and "median_s" in r}
         g = by.get((GOAL_LABEL, 2048))
-        m = by.get((common.MATH, 2048))
+        m = by.get((MATH, 2048))
         mem_attn = f"{g['mem_ratio_vs_attn']:.2f}" if g else "n/a"
         mem_math = f"{g['peak_bytes'] / m['peak_bytes']:.2f}" if g and m else "n/a"
 
@@ -145,39 +151,39 @@ def markdown(meta: Dict[str, Any], rows: List[Dict[str, Any]], labels: List[str]
                 cells.append(f"{b['median_s'] / r['median_s']:.2f}x" if r and b else "n/a")
             return " / ".join(cells)
 
-        out.append(f"| {role} | {mem_attn} | {mem_math} | {speed('attn')} | {speed(common.MATH)} |")
+        out.append(f"| {role} | {mem_attn} | {mem_math} | {speed('attn')} | {speed(MATH)} |")
     out.append("")
     return "\n".join(out)
 
 
 def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], List[Dict[str, Any]], str]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    common.add_group_args(ap, NAME, "128,...,2048")
+    add_group_args(ap, NAME, "128,...,2048")
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--roles", default="encoder_self,decoder_self")
     ap.add_argument("--variants", help="comma-separated labels of the multi-scale variants (default: all)")
     ap.add_argument("--quick", action="store_true", help="L=128,256, 512 tokens, 1 repeat; prints only")
     args = ap.parse_args(argv)
     if args.from_json:
-        return common.rerender(ap, args, lambda meta, rows: markdown(meta, rows, common.mixer_labels(meta)))
+        return rerender(ap, args, lambda meta, rows: markdown(meta, rows, mixer_labels(meta)))
     if args.quick:
         args.lengths = args.lengths or "128,256"
         args.tokens, args.repeats, args.repeats_large = 512, 1, 1
     lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else list(DEFAULT_LENGTHS)
-    device = common.setup_group_args(ap, args, NAME)
+    device = setup_group_args(ap, args, NAME)
     roles = [Role(r) for r in args.roles.split(",")]
 
     ms = multiscale_variants(args.heads)
     if args.variants:
         keep = {f"multiscale:{v.split(':')[-1]}" for v in args.variants.split(",")}
         ms = [(lab, spec) for lab, spec in ms if lab in keep]
-    labelled = [("attn", "attn"), (common.MATH, "attn")] + ms
+    labelled = [("attn", "attn"), (MATH, "attn")] + ms
     labels = [lab for lab, _ in labelled]
 
     t0 = time.time()
     meta = {
-        **common.run_meta(device),
-        **common.machine_peak(device),
+        **run_meta(device),
+        **machine_peak(device),
         "dim": args.dim,
         "heads": args.heads,
         "dtype": args.dtype,
@@ -198,7 +204,7 @@ def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], Lis
     rows = []
     for L in lengths:
         for role in roles:
-            group = common.bench_group(role, L, labelled, args, device)
+            group = bench_group(role, L, labelled, args, device)
             for label in labels:
                 r = group.get(label)
                 if r is None or "skipped" in r:
@@ -209,14 +215,14 @@ def main(argv: Optional[List[str]] = None) -> Optional[Tuple[Dict[str, Any], Lis
                 )
                 print(
                     f"{role.value:13s} L={L:5d} B={r['B']:4d} {label:18s} {1000 * r['median_s']:9.1f} ms "
-                    f"{common.fmt_mb(r['peak_bytes']):>8s} MB{extra}",
+                    f"{fmt_mb(r['peak_bytes']):>8s} MB{extra}",
                     flush=True,
                 )
     kernels = sorted({k for r in rows if r["mixer"] == "attn" for k in r.get("sdpa_ops", [])})
     meta["attn_kernels"] = ", ".join(f"`{k}`" for k in kernels) or "none seen"
     meta["load_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     meta["wall_s"] = time.time() - t0
-    common.write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
+    write_outputs(args.md, args.json, markdown(meta, rows, labels), {"meta": meta, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from ..mixers.ngram import window_conv, window_gemm
-from .common import RESULTS, run_meta, write_outputs
+from .result_files import RESULTS, write_outputs
+from .run_record import run_meta
 
 # Each takes ext (T+W-1, B, K*d) and weight (K, W, d, d_out) -> (T, B, K*d_out).
 

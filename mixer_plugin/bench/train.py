@@ -32,7 +32,8 @@ from ..experiments.argv import drop_flag, shell
 from ..experiments.commands import command_env, prep_manifest, train_command
 from ..experiments.spec import load
 from . import mixers
-from .common import RESULTS, command_line, write_outputs
+from .result_files import RESULTS, write_outputs
+from .run_record import command_line
 
 WPS = re.compile(r"\| train_inner \|.*?wps=([\d.]+)")
 
