@@ -58,8 +58,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..experiments.stages import PRECISIONS, command_env
-from ..mixers.base import WindowMixer
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, Role, build_mixer, parse_item
+from ..mixers.window_base import WindowMixer
 from ..paths import PLUGIN
 from .common import RESULTS, command_line, cpu_label, write_outputs
 
