@@ -18,7 +18,7 @@ from typing import Dict, Optional, Tuple
 
 from mixer_plugin.experiments.archive import committed_runs
 from mixer_plugin.experiments.collect import RECORD, read_record
-from mixer_plugin.experiments.spec import load
+from mixer_plugin.experiments.spec_loader import load
 from mixer_plugin.experiments.stages import portable
 from mixer_plugin.paths import CHECKOUT
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import work_at
 
 from mixer_plugin.experiments import paper_rows
-from mixer_plugin.experiments.spec import load
+from mixer_plugin.experiments.spec_loader import load
 from mixer_plugin.experiments.stages import flag_value, prepare_stage, run_stages
 
 

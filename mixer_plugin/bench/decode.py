@@ -136,7 +136,8 @@ def mixer_rows(labels: List[str]) -> Dict[str, Row]:
 
 def experiment_rows(path: str, prog: str) -> Tuple[Dict[str, Row], str]:
     """The rows of an experiment file, its baseline first, and the description of them."""
-    from ..experiments.spec import ExperimentError, load
+    from ..experiments.spec import ExperimentError
+    from ..experiments.spec_loader import load
 
     try:
         exp = load(path)

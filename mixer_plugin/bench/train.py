@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..data.workspace import data_root
-from ..experiments.spec import load
+from ..experiments.spec_loader import load
 from ..experiments.stages import command_env, drop_flag, prep_manifest, shell, train_command
 from . import mixers
 from .common import RESULTS, command_line, write_outputs

@@ -54,7 +54,8 @@ from ..paths import WORK, shown
 from . import report
 from .schedule import Runner
 from .signals import PAUSED, pause, request_pause, stop
-from .spec import ExperimentError, load
+from .spec import ExperimentError
+from .spec_loader import load
 from .stages import ngpu, precision
 
 
