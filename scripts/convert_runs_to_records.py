@@ -19,7 +19,7 @@ from typing import Dict, Optional, Tuple
 from mixer_plugin.experiments.archive import committed_runs
 from mixer_plugin.experiments.argv import portable
 from mixer_plugin.experiments.collect import RECORD, read_record
-from mixer_plugin.experiments.spec import load
+from mixer_plugin.experiments.spec_loader import load
 from mixer_plugin.paths import CHECKOUT
 
 OLD_FILES = ("train.log", "generate.err", "score.json", "stages.json", "validate.log")

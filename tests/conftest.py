@@ -233,7 +233,7 @@ def fake(tmp_path, monkeypatch):
     import random
 
     from mixer_plugin import scoring
-    from mixer_plugin.experiments import report, spec
+    from mixer_plugin.experiments import report, spec_loader
 
     work_at(monkeypatch, tmp_path / "work")
     monkeypatch.setattr(report, "make_plots", lambda *a: [])
@@ -271,7 +271,7 @@ def fake(tmp_path, monkeypatch):
                 }
             )
         )
-        return spec.load(path)
+        return spec_loader.load(path)
 
     return write
 

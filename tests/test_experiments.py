@@ -224,7 +224,7 @@ def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeyp
     "rebuilt:" stamp, which --commit then committed as "<a restored run> finished"."""
     import time
 
-    from mixer_plugin.experiments import report, spec
+    from mixer_plugin.experiments import report, spec_loader
 
     tmp, path, _ = finished
     work_at(monkeypatch, tmp / "work")
@@ -232,10 +232,10 @@ def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeyp
     before = out.read_text()
     later = time.gmtime(4_000_000_000)  # another minute than the run's
     monkeypatch.setattr(report.time, "gmtime", lambda *a: later)
-    assert report.write(spec.load(path)) == out
+    assert report.write(spec_loader.load(path)) == out
     assert out.read_text() == before
     # a change of content rewrites it, with the new stamp
-    exp = spec.load(path)
+    exp = spec_loader.load(path)
     renamed = dict(exp.models, ngram=dataclasses.replace(exp.models["ngram"], paper="another claim"))
     report.write(dataclasses.replace(exp, models=renamed))
     assert "another claim" in out.read_text() and "- rebuilt: 2096-" in out.read_text()
@@ -447,7 +447,7 @@ def test_every_committed_experiment_file_loads():
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     import mixer_plugin  # noqa: F401  (registers the archs)
-    from mixer_plugin.experiments.spec import load
+    from mixer_plugin.experiments.spec_loader import load
     from mixer_plugin.recipes import recipes
 
     known = recipes()
@@ -463,7 +463,8 @@ def test_every_committed_experiment_file_loads():
 def test_a_row_from_another_file_keeps_this_files_protocol(tmp_path):
     """``from:``: the row (arch, flags, claims, paper) is the other file's; the seeds, the
     decoding and the file's own training flags are this file's, and a key set here wins."""
-    from mixer_plugin.experiments.spec import ExperimentError, load
+    from mixer_plugin.experiments.spec import ExperimentError
+    from mixer_plugin.experiments.spec_loader import load
 
     rows = {
         "name": "rows",
@@ -613,21 +614,21 @@ def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
     from the commit beside the retrained model."""
     import shutil
 
-    from mixer_plugin.experiments import archive, schedule, spec
+    from mixer_plugin.experiments import archive, schedule, spec_loader
 
     exp = fake({"A": {}}, {"A": 0.3})
     shutil.rmtree(tmp_path / "work" / "tiny")  # a fresh machine: nothing of this experiment in work/
     raw = yaml.safe_load(exp.path.read_text())
     raw["models"]["A_hard"] = {"decode_of": "A", "overrides": {"decoder_cross_mixers": "hard"}}
     exp.path.write_text(yaml.safe_dump(raw))
-    exp = spec.load(exp.path)
+    exp = spec_loader.load(exp.path)
     for label, chain in schedule.Runner(exp, 1, 1).chains():  # both committed with today's commands
         commit_record(archive.kept_runs(exp) / label, chain)
     dry = schedule.Runner(exp, 1, 1, dry_run=True)
     assert dry.restore(dry.chains()) == {"A/seed1", "A_hard/seed1"}
     raw["models"]["A"]["train"] = "--dropout 0.3"
     exp.path.write_text(yaml.safe_dump(raw))
-    dry = schedule.Runner(spec.load(exp.path), 1, 1, dry_run=True)
+    dry = schedule.Runner(spec_loader.load(exp.path), 1, 1, dry_run=True)
     assert dry.restore(dry.chains()) == set()
 
 
@@ -682,7 +683,7 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     full disk), it left a folder without its restored.json marker, which the next start
     took for a run this machine trained: the training ran again there beside the half-copied
     files.  The folder appears whole or not at all."""
-    from mixer_plugin.experiments import archive, schedule, spec
+    from mixer_plugin.experiments import archive, schedule, spec_loader
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
@@ -695,7 +696,7 @@ def test_a_restore_cut_short_leaves_no_run_folder(fake, tmp_path, monkeypatch):
     def full_disk(data):  # the record is copied, then the disk fills while the hypotheses are written
         raise OSError(28, "No space left on device")
 
-    model = spec.load(exp.path).models["A"]
+    model = spec_loader.load(exp.path).models["A"]
     with monkeypatch.context() as m:
         m.setattr(archive.lzma, "decompress", full_disk)
         with pytest.raises(OSError):
@@ -713,7 +714,7 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
     elsewhere (a decode_of row needs its checkpoints) and the new copy is committed, the
     old restored folder stood: the results showed the old run, and writing them copied it
     back over the newer commit.  A restored folder follows its committed copy."""
-    from mixer_plugin.experiments import archive, schedule, spec
+    from mixer_plugin.experiments import archive, schedule, spec_loader
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
@@ -725,7 +726,7 @@ def test_a_restored_run_follows_a_newer_committed_copy(fake, tmp_path):
         commit_record(kept, chain, finished=version)
         (kept / archive.KEPT_HYPS).write_bytes(lzma.compress(f"{version}\n".encode()))
 
-    model = spec.load(exp.path).models["A"]
+    model = spec_loader.load(exp.path).models["A"]
     commit("monday")
     assert archive.restore_run(exp, model, 1, chain)
     assert archive.restore_run(exp, model, 1, chain)  # restored before: nothing to do
@@ -745,7 +746,7 @@ def test_a_run_trained_on_a_gpu_is_restored_on_a_cpu(fake, tmp_path, monkeypatch
     another run: its results left the GPU's rows out, and re-rendering a committed GPU table
     there emptied it.  Restored, the run's commands show as they ran, not as a CPU would run
     them."""
-    from mixer_plugin.experiments import archive, report, schedule, spec
+    from mixer_plugin.experiments import archive, report, schedule, spec_loader
 
     exp = fake({"A": {}}, {"A": 0.3})
     run = tmp_path / "work" / "tiny" / "A" / "seed1"
@@ -757,7 +758,7 @@ def test_a_run_trained_on_a_gpu_is_restored_on_a_cpu(fake, tmp_path, monkeypatch
     monkeypatch.setenv("NGPU", "0")
     [(_, on_cpu)] = schedule.Runner(exp, 1, 1).chains()
     assert [s.commands for s in on_cpu] != [s.commands for s in on_gpu]  # --cpu, and fp32 decoding
-    model = spec.load(exp.path).models["A"]
+    model = spec_loader.load(exp.path).models["A"]
     assert archive.restore_run(exp, model, 1, on_cpu)
     record = json.loads((run / "run.json").read_text())
     shown = report.commands(exp, [report.ModelResult(model, [run], [], [], [], records=[record])])

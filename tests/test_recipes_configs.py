@@ -9,7 +9,7 @@ from conftest import work_at
 
 from mixer_plugin.experiments import paper_rows
 from mixer_plugin.experiments.argv import flag_value
-from mixer_plugin.experiments.spec import load
+from mixer_plugin.experiments.spec_loader import load
 from mixer_plugin.experiments.stages import prepare_stage, run_stages
 
 

@@ -16,10 +16,10 @@ from conftest import E2E_REPO, TRAIN_LOG_LINE, rows
 def test_a_paper_row_is_named_and_its_figures_come_from_the_paper_module():
     """An experiment file names the paper rows a model is compared with; their figures are
     read from the paper's module, where they are typed once."""
-    from mixer_plugin.experiments import spec, table
+    from mixer_plugin.experiments import spec_loader, table
     from mixer_plugin.models.architectures import ARCHITECTURES
 
-    exp = spec.load(E2E_REPO / "experiments" / "leaderboard.yaml")
+    exp = spec_loader.load(E2E_REPO / "experiments" / "leaderboard.yaml")
     cell = table.paper_cell(exp.models["multinn"])
     assert cell.startswith("multiNN ≈ transformer (T1 multi-head NN, 8 layers (62M, WMT16 en-de BLEU 27.15);")
     assert ARCHITECTURES["mixer_wmt_multinn"].rows[0].scores == (("WMT16 en-de BLEU", 27.15),)
@@ -27,7 +27,7 @@ def test_a_paper_row_is_named_and_its_figures_come_from_the_paper_module():
         "trained hard, decoded soft: ≈ (T4 train Hard / decode Soft (BLEU 27.80);"
     )  # Paper.decodes
     assert "37.71/19.02/35.17" in table.paper_cell(
-        spec.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"]
+        spec_loader.load(E2E_REPO / "experiments" / "leaderboard_sum.yaml").models["multinn"]
     )  # Paper.extra_rows
 
 
@@ -282,7 +282,7 @@ def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):
     baseline kept the old row's p-value under the new baseline's name."""
     models = {"A": {}, "B": {}, "C": {}}
     noise = {"A": 0.3, "B": 0.3, "C": 0.6}
-    from mixer_plugin.experiments import report, spec
+    from mixer_plugin.experiments import report, spec_loader
 
     exp = fake(models, noise, baseline="A")
     report.write(exp)
@@ -291,7 +291,7 @@ def test_a_cached_bootstrap_is_the_test_asked_for(fake, tmp_path):
     raw = yaml.safe_load(exp.path.read_text())  # the same runs, another baseline
     raw["score"]["baseline"] = "C"
     exp.path.write_text(yaml.safe_dump(raw))
-    report.write(spec.load(exp.path))
+    report.write(spec_loader.load(exp.path))
     assert kept_baseline(run) == "C/seed1"
 
 
@@ -300,7 +300,7 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     their own words/s compare nothing (one session's machine trained 1.6 times faster than
     the last's).  With ``speed:`` the columns are the idle-machine benchmarks of every row,
     each with its speed-up against that run's baseline; the runs' own timings stay out."""
-    from mixer_plugin.experiments import bootstraps, collect, plots, report, spec
+    from mixer_plugin.experiments import bootstraps, collect, plots, report, spec_loader
 
     make_plots = plots.make_plots  # the fixture below leaves plots out
     exp = request.getfixturevalue("fake")({"A": {}, "B": {}, "C": {}}, {"A": 0.1, "B": 0.3, "C": 0.5})
@@ -309,7 +309,7 @@ def test_speed_columns_come_from_the_benchmarks_the_file_names(tmp_path, request
     raw["generate"] = {"flags": "--beam 4"}
     raw["speed"] = {"train": str(tmp_path / "train.json"), "decode": str(tmp_path / "decode.json")}
     exp.path.write_text(yaml.safe_dump(raw))
-    exp = spec.load(exp.path)
+    exp = spec_loader.load(exp.path)
     report.write(exp)
     md = (tmp_path / "tiny.md").read_text()
     assert "| train words/s (x) | decode sent/s (x) |" in md and "999" not in md

@@ -11,7 +11,7 @@ from fairseq.modules import MultiheadAttention
 
 from mixer_plugin.build import build
 from mixer_plugin.mixers import MIXER_REGISTRY, Role
-from mixer_plugin.mixers.base import AttentionMixer
+from mixer_plugin.mixers.attention_base import AttentionMixer
 from mixer_plugin.models.setups import ATTENTION_PROJECTIONS
 
 TINY = ["--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "4",

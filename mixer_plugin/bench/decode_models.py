@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..experiments.commands import PRECISIONS, command_env
-from ..mixers.base import WindowMixer
 from ..mixers.registry import MIXER_REGISTRY, MixerContext, Role, build_mixer, parse_item
+from ..mixers.window_base import WindowMixer
 from ..paths import PLUGIN
 
 SMALL = ["--arch", "mixer_small_attn", "--share-all-embeddings"]  # the model every label of MODELS is
@@ -83,7 +83,8 @@ def mixer_rows(labels: List[str]) -> Dict[str, Row]:
 
 def experiment_rows(path: str, prog: str) -> Tuple[Dict[str, Row], str]:
     """The rows of an experiment file, its baseline first, and the description of them."""
-    from ..experiments.spec import ExperimentError, load
+    from ..experiments.spec import ExperimentError
+    from ..experiments.spec_loader import load
 
     try:
         exp = load(path)

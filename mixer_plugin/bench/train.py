@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 from ..data.workspace import data_root
 from ..experiments.argv import drop_flag, shell
 from ..experiments.commands import command_env, prep_manifest, train_command
-from ..experiments.spec import load
+from ..experiments.spec_loader import load
 from . import mixers
 from .result_files import RESULTS, write_outputs
 from .run_record import command_line

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from ..paths import CHECKOUT
-from .spec import load
+from .spec_loader import load
 from .stages import prepare_stage, run_dir, run_stages
 
 PLUGIN_CONTRACT = "forbidden"  # the contract whose sources are the plugin

@@ -26,7 +26,8 @@ from ..paths import CHECKOUT, shown
 from . import layout
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, RECORD, peak, selection
-from .spec import Experiment, load
+from .spec import Experiment
+from .spec_loader import load
 from .table import cap, peak_cells
 from .verdicts import VERDICTS, claims_beside, moved
 

@@ -55,7 +55,8 @@ from . import report
 from .commands import ngpu, precision
 from .schedule import Runner
 from .signals import PAUSED, pause, request_pause, stop
-from .spec import ExperimentError, load
+from .spec import ExperimentError
+from .spec_loader import load
 
 
 def dangling_link(path: Path) -> Optional[Path]:

@@ -21,7 +21,8 @@ from .collect import (
     summarizes,
     train_flags,
 )
-from .spec import Experiment, Model, paper_figures
+from .paper_refs import paper_figures
+from .spec import Experiment, Model
 from .verdicts import claim_cells, claim_metric
 
 
@@ -167,7 +168,7 @@ def cap(exp: Experiment, m: Model) -> Optional[int]:
 
 def paper_cell(m: Model) -> str:
     """What the paper says of the row, with the figures of the paper rows it names (read from
-    the paper's module: ``spec.paper_figures``)."""
+    the paper's module: ``paper_refs.paper_figures``)."""
     figures = [f for ref in m.paper_rows for f in paper_figures(ref)]
     return m.paper + (f" ({'; '.join(figures)})" if figures else "")
 

@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import claims
 from .archive import results_path
 from .collect import PRIMARY, ModelResult
-from .spec import Claim, Experiment, Model, load
+from .spec import Claim, Experiment, Model
+from .spec_loader import load
 
 VERDICTS = "claims.json"  # beside the results file: each judged claim (``verdicts``)
 

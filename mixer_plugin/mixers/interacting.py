@@ -50,7 +50,7 @@ from typing import Dict, Optional, Tuple
 
 from torch import Tensor, nn
 
-from .base import AttentionMixer
+from .attention_base import AttentionMixer
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
 
 SCALES = ("dk", "none", "hdk")

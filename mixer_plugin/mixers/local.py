@@ -17,7 +17,7 @@ from typing import Dict, Optional, Tuple
 
 from torch import Tensor
 
-from .base import AttentionMixer
+from .attention_base import AttentionMixer
 from .kernels import band_attention, window_pairs
 from .registry import MixerContext, check_positive, option, register_mixer
 

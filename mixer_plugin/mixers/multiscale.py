@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .base import AttentionMixer
+from .attention_base import AttentionMixer
 from .kernels import Radius, band_attention
 from .registry import MixerContext, MixerSpecError, Role, option, register_mixer
 

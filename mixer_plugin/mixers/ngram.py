@@ -55,8 +55,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import State, WindowMixer
+from .base import State
 from .registry import MixerContext, MixerSpecError, check_positive, option, register_mixer
+from .window_base import WindowMixer
 
 
 @dataclass(frozen=True)

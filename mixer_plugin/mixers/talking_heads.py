@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import AttentionMixer
+from .attention_base import AttentionMixer
 from .kernels import floor_of, fp32_at_least
 from .registry import ALL_ROLES, MixerContext, check_positive, option, register_mixer
 

@@ -29,7 +29,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 from torch import nn
 
-from ..mixers.base import AttentionMixer
+from ..mixers.attention_base import AttentionMixer
 
 PARAM_INITS = ("fairseq", "lipschitz")
 ATTENTION_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
