@@ -30,6 +30,7 @@ Nothing else of the runner changes.
 
 import argparse
 import json
+import lzma
 import os
 import random
 import re
@@ -70,7 +71,7 @@ def drive(argv: List[str]):
     import mixer_plugin.experiments.runner as runner
     import mixer_plugin.experiments.schedule as schedule
 
-    write, git, copyfile = schedule.Runner._write_results, publish.git, shutil.copyfile
+    write, git, copyfile, compress = schedule.Runner._write_results, publish.git, shutil.copyfile, lzma.compress
 
     def announced_write(self, commit=None):
         print("@results", flush=True)
@@ -85,9 +86,14 @@ def drive(argv: List[str]):
         time.sleep(COPY_PAUSE)
         return copyfile(src, dst, **kw)
 
+    def paused_compress(data, *a, **kw):  # the kept hypotheses (hyp.txt.xz) are written compressed
+        time.sleep(COPY_PAUSE)
+        return compress(data, *a, **kw)
+
     schedule.Runner._write_results = announced_write
     publish.git = announced_git
     archive.shutil.copyfile = paused_copy  # (the shutil module: every copy the runner makes)
+    archive.lzma.compress = paused_compress  # (and every file it keeps compressed)
     runner.main(argv)
 
 
@@ -307,7 +313,7 @@ class Campaign:
             "scores": {k: score[k] for k in ("bleu", "chrf")},
             "valid curve": [(p["num_updates"], p["loss"]) for p in parse_train_log(self.run / "train.log")["valid"]],
             "table row": {n: c.strip() for n, c in zip(names, cells) if n not in ("train wps", "decode sent/s")},
-            "kept hyp.txt": (kept / "hyp.txt").read_bytes(),
+            "kept hyp.txt": lzma.decompress((kept / "hyp.txt.xz").read_bytes()),
             "kept score": {k: json.loads((kept / "run.json").read_text())["scores"][k] for k in ("bleu", "chrf")},
             "kept stages": sorted(json.loads((kept / "run.json").read_text())["stages"]),
             "uncommitted": git_status,
