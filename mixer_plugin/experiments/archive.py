@@ -18,7 +18,7 @@ from .commands import beside_device
 from .spec import Experiment, Model
 from .stages import Stage, run_dir
 
-# a run's hypotheses as kept: xz, a third of the text's size (the kept runs' hypotheses were 24 of
+# a run's hypotheses as kept: xz, a quarter of the text's size (the kept runs' hypotheses were 24 of
 # results/' 32 MB), read back whole by ``restore_run`` and by ``mixer-score``, which opens .xz
 KEPT_HYPS = "hyp.txt.xz"
 

@@ -22,6 +22,12 @@ from .stages import prepare_stage, run_dir, run_stages
 PLUGIN_CONTRACT = "forbidden"  # the contract whose sources are the plugin
 LAYERS_CONTRACT = "layers"  # the lab's order, down to the plugin
 FLOW_EXPERIMENT = "leaderboard_v3"  # a row of it shows every stage of a translation run
+# what is made of a finished run after its stages: (step, what makes it, what it leaves)
+AFTER_STAGES = [
+    ("record", ["collect.run_record", "archive.keep_run_outputs"], "`results/<experiment>/runs/<row>/seed<N>/`: "
+     "`run.json` and `hyp.txt.xz`"),
+    ("table", ["report.write", "readme"], "`results/<experiment>.md`, the README's and docs' blocks"),
+]  # fmt: skip
 
 
 def contracts() -> Dict[str, dict]:
@@ -85,19 +91,16 @@ def run_flow_block() -> str:
     prepared = prepare_stage(model.data, model.prepare)
     stages = [prepared] + run_stages(exp, model, 1, prepared, None)
     run, root = run_dir(exp, model, 1), prepared.outputs[0].parent
-    steps = [(s.name, list(dict.fromkeys(program(c) for c in s.commands))) for s in stages]
-    steps += [("record", ["collect.run_record"]), ("table", ["report.write", "readme"])]
-    lines = ["```mermaid", "flowchart LR"]
-    lines += [f'  {name}["{name}<br>{", ".join(what)}"]' for name, what in steps]
-    lines += ["  " + " --> ".join(name for name, _ in steps), "```", ""]
-    lines += ["| stage | runs | leaves |", "|---|---|---|"]
-    for s, (name, what) in zip(stages, steps):
+    # (name, what it runs, what it leaves): the runner's stages, then what is made of a finished run
+    steps = []
+    for s in stages:
         base, where = (root, "data root") if s is prepared else (run, "run folder")
-        left = ", ".join(f"`{p.relative_to(base)}`" for p in s.outputs)
-        lines.append(f"| {name} | {', '.join(f'`{w}`' for w in what)} | {left} (in the {where}) |")
-    lines.append(
-        "| record | `collect.run_record` | `results/<experiment>/runs/<row>/seed<N>/run.json`, "
-        "with the hypotheses beside it |"
-    )
-    lines.append("| table | `report.write`, `readme` | `results/<experiment>.md`, the README's and docs' blocks |")
+        left = ", ".join(f"`{p.relative_to(base)}`" for p in s.outputs) + f" (in the {where})"
+        steps.append((s.name, list(dict.fromkeys(program(c) for c in s.commands)), left))
+    steps += AFTER_STAGES
+    lines = ["```mermaid", "flowchart LR"]
+    lines += [f'  {name}["{name}<br>{", ".join(what)}"]' for name, what, _ in steps]
+    lines += ["  " + " --> ".join(name for name, _, _ in steps), "```", ""]
+    lines += ["| stage | runs | leaves |", "|---|---|---|"]
+    lines += [f"| {name} | {', '.join(f'`{w}`' for w in what)} | {left} |" for name, what, left in steps]
     return "\n".join(lines) + "\n"
