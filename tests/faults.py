@@ -294,6 +294,7 @@ class Campaign:
         import torch
 
         from mixer_plugin.experiments.collect import parse_train_log
+        from mixer_plugin.experiments.record import RunRecord
 
         gen = self.run / "gen-test"
         score = json.loads((gen / "score.json").read_text())
@@ -314,8 +315,8 @@ class Campaign:
             "valid curve": [(p["num_updates"], p["loss"]) for p in parse_train_log(self.run / "train.log")["valid"]],
             "table row": {n: c.strip() for n, c in zip(names, cells) if n not in ("train wps", "decode sent/s")},
             "kept hyp.txt": lzma.decompress((kept / "hyp.txt.xz").read_bytes()),
-            "kept score": {k: json.loads((kept / "run.json").read_text())["scores"][k] for k in ("bleu", "chrf")},
-            "kept stages": sorted(json.loads((kept / "run.json").read_text())["stages"]),
+            "kept score": {k: RunRecord.load(kept / "run.json").scores[k] for k in ("bleu", "chrf")},
+            "kept stages": sorted(RunRecord.load(kept / "run.json").stages),
             "uncommitted": git_status,
             "leftovers": self.leftovers(),
         }

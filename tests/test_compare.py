@@ -6,6 +6,7 @@ import json
 import pytest
 
 from mixer_plugin.experiments import compare
+from mixer_plugin.experiments.record import RunRecord
 from mixer_plugin.paths import RESULTS
 
 RUNS = RESULTS / "leaderboard_converged" / "runs"
@@ -16,16 +17,18 @@ def record(model, valid, *, patience=2, scores=None, params=1000, last=None):
     points = [{"num_updates": float(u), "bleu": b, "loss": loss} for u, b, loss in valid]
     train = ["python", "-m", "fairseq_cli.train", "--best-checkpoint-metric", "bleu"]
     train += ["--maximize-best-checkpoint-metric", "--patience", str(patience)]
-    return {
-        "model": model,
-        "seed": 1,
-        "params": params,
-        "last_update": last if last is not None else valid[-1][0],
-        "train": [{"num_updates": float(u), "train_wall": 360.0} for u, _, _ in valid],
-        "valid": points,
-        "scores": scores or {},
-        "stages": {"train": {"commands": [train]}},
-    }
+    return RunRecord(
+        experiment="x",
+        model=model,
+        seed=1,
+        params=params,
+        last_update=last if last is not None else valid[-1][0],
+        train=[{"num_updates": float(u), "train_wall": 360.0} for u, _, _ in valid],
+        valid=points,
+        scores=scores or {},
+        decode_speed=None,
+        stages={"train": {"commands": [train]}},
+    )
 
 
 def test_the_ninth_rows_figures_come_back_from_the_committed_records(capsys):
@@ -79,7 +82,8 @@ def test_the_peak_follows_the_runs_own_rule():
     [
         (None, "does not exist"),
         ("{not json", "is not JSON"),
-        (json.dumps({"model": "a"}), "is not a run record (no valid, train, stages)"),
+        (json.dumps({"model": "a"}), "is not a run record (no decode_speed, experiment, last_update"),
+        (json.dumps({"version": 9, "model": "a"}), "record version 9 is newer than this code reads"),
     ],
 )
 def test_a_bad_record_is_one_line_naming_the_file(tmp_path, content, says):

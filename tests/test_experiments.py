@@ -20,6 +20,8 @@ import torch
 import yaml
 from conftest import E2E_REPO, e2e_env, rows, work_at
 
+from mixer_plugin.experiments.record import RunRecord
+
 TINY_MODEL = (
     "--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
     "--decoder-embed-dim 32 --decoder-ffn-embed-dim 64 --decoder-attention-heads 4"
@@ -258,6 +260,10 @@ def test_another_machine_resumes_from_the_committed_runs(finished, tmp_path, cor
 
     old, _, _ = finished
     shutil.copytree(old / "results", tmp_path / "results")
+    for kept in (tmp_path / "results" / "tiny" / "runs").glob("*/seed*/run.json"):  # as version 0 wrote them
+        data = json.loads(kept.read_text())
+        assert data.pop("version") == 1
+        kept.write_text(json.dumps(data, indent=1) + "\n")
     before = rows((tmp_path / "results" / "tiny.md").read_text())
     path = experiment(tmp_path, corpus)  # the same file, results in the copy, a new work folder
     # a decode still to do: the run it decodes trains again (checkpoints are never committed)
@@ -604,8 +610,8 @@ def commit_record(kept: Path, chain, **stamp):
 
     kept.mkdir(parents=True, exist_ok=True)
     checkout, work = str(argv.PLUGIN.parent), str(stages.WORK)  # (the fixtures' work/)
-    record = {s.name: {"commands": [argv.portable(a, checkout, work) for a in s.commands], **stamp} for s in chain}
-    (kept / "run.json").write_text(json.dumps({"stages": record, "scores": {"bleu": 1.0}}, indent=1) + "\n")
+    stages = {s.name: {"commands": [argv.portable(a, checkout, work) for a in s.commands], **stamp} for s in chain}
+    RunRecord("tiny", kept.parent.name, 1, 1, 4, [], [], {"bleu": 1.0}, None, stages).save(kept / "run.json")
 
 
 def test_a_decode_is_restored_only_with_the_training_it_decoded(fake, tmp_path):
@@ -760,8 +766,8 @@ def test_a_run_trained_on_a_gpu_is_restored_on_a_cpu(fake, tmp_path, monkeypatch
     assert [s.commands for s in on_cpu] != [s.commands for s in on_gpu]  # --cpu, and fp32 decoding
     model = spec_loader.load(exp.path).models["A"]
     assert archive.restore_run(exp, model, 1, on_cpu)
-    record = json.loads((run / "run.json").read_text())
-    shown = report.commands(exp, [report.ModelResult(model, [run], [], [], [], records=[record])])
+    record = RunRecord.load(run / "run.json")
+    shown = report.commands(exp, [report.ModelResult(model, [run], [record])])
     train = next(line for line in shown if line.startswith("- train: "))
     assert "--bf16" in train and "--cpu" not in train, train
     # what computes the run still counts: another dropout is another run

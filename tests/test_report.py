@@ -43,7 +43,7 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
 
     claim = Claim(">", "transformer")
     model = SimpleNamespace(name="mixer", claims=[claim], score=Score(metrics=["bleu", "chrf"]))
-    mixer = ModelResult(model, runs=[None], logs=[], scores=[], decode=[])
+    mixer = ModelResult(model, runs=[None], records=[])
     mixer.extra["claims"] = {claim: compared([25.72], [26.34, 25.82, 25.67], 0.006)}
     cell = claim_cells(mixer)
     assert (
@@ -52,6 +52,23 @@ def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
     # far beyond the spread, the same p is a verdict
     mixer.extra["claims"] = {claim: compared([24.9], [26.34, 25.82, 25.67], 0.006)}
     assert "**refuted** (BLEU -1.04" in claim_cells(mixer)
+
+
+def record(train=(), valid=(), scores=None, last_update=0):
+    """A run's record with what a test reads of it; the rest empty."""
+    from mixer_plugin.experiments.record import RunRecord
+
+    return RunRecord(
+        experiment="t",
+        model="m",
+        seed=1,
+        params=1,
+        last_update=last_update,
+        train=list(train),
+        valid=list(valid),
+        scores=scores or {},
+        decode_speed=None,
+    )
 
 
 def compared(mine, theirs, p):
@@ -78,10 +95,10 @@ def test_train_speed_is_the_median_over_every_seed(tmp_path):
             for i, w in enumerate(figures)
         ]
         (tmp_path / f"seed{seed}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        logs.append(parse_train_log(tmp_path / f"seed{seed}.log"))
-    result = ModelResult(model=None, runs=[tmp_path] * 3, logs=logs, scores=[], decode=[])
+        logs.append(record(train=parse_train_log(tmp_path / f"seed{seed}.log")["train"]))
+    result = ModelResult(model=None, runs=[tmp_path] * 3, records=logs)
     assert result.wps() == 1740  # the median of all fifteen intervals (seed 1 alone averages 790)
-    assert ModelResult(model=None, runs=[], logs=[], scores=[], decode=[]).wps() is None
+    assert ModelResult(model=None, runs=[], records=[]).wps() is None
 
 
 def test_a_results_file_forgets_the_runs_that_are_gone(fake, tmp_path):
@@ -437,7 +454,7 @@ def test_a_gap_a_rerun_of_the_same_command_produced_is_not_evidence():
 
     def row(floor, theirs):
         model = SimpleNamespace(name="mixer", claims=[claim], score=Score(metrics=["bleu"], noise_floor=floor))
-        r = ModelResult(model, runs=[None], logs=[], scores=[], decode=[])
+        r = ModelResult(model, runs=[None], records=[])
         r.extra["claims"] = {claim: compared([25.45], theirs, 0.01)}
         return r
 
@@ -465,7 +482,7 @@ def test_each_seeds_peak_is_fairseqs_best_and_a_run_that_hit_the_cap_is_marked()
     def log(bleus, last):
         valid = [{"num_updates": 250 * (i + 1), "loss": 5.0, "bleu": b} for i, b in enumerate(bleus)]
         train = [{"num_updates": u, "train_wall": 180.0} for u in range(50, last + 1, 50)]
-        return {"params": 1, "train": train, "valid": valid, "last_update": last}
+        return record(train=train, valid=valid, last_update=last)
 
     r = [log([10.0, 12.5, 12.5, 11.0], 1000), log([9.0, 10.0, 11.0, 12.0], 1000)]
     bleu = Selection("bleu", True, patience=8)
@@ -486,12 +503,10 @@ def test_the_seeds_rule_reads_each_rows_first_seed_against_the_baselines_peaks()
     from mixer_plugin.experiments.seed_tables import seeds_rule_table
 
     def result(name, bleus, seeds, decode_of=None):
-        logs = [
-            {"params": 1, "train": [], "valid": [{"num_updates": 250, "bleu": b}], "last_update": 250} for b in bleus
-        ]
+        records = [record(valid=[{"num_updates": 250, "bleu": b}], last_update=250) for b in bleus]
         model = SimpleNamespace(name=name, seeds=seeds, decode_of=decode_of, score=SimpleNamespace(noise_floor=0.41))
         runs = [Path(f"seed{s}") for s in seeds[: len(bleus)]]
-        return ModelResult(model, runs, logs, [{}] * len(bleus), [None] * len(bleus))
+        return ModelResult(model, runs, records)
 
     base = result("transformer", [26.0, 25.8, 26.4], [1, 2, 3])
     near, far = result("near", [25.5], [1]), result("far", [24.0], [1])
@@ -532,7 +547,7 @@ def test_the_recipe_rule_is_applied_step_by_step_on_the_validation_scores_and_wa
             name=name, score=Score(metrics=["bleu", "chrf"], noise_floor=0.41), generate=Generate(subset="valid")
         )
         runs = [Path(f"seed{i + 1}") for i in range(len(bleus))]
-        return ModelResult(model, runs, [{}] * len(bleus), [{"bleu": b} for b in bleus], [None] * len(bleus))
+        return ModelResult(model, runs, [record(scores={"bleu": b}) for b in bleus])
 
     names = ["dropout0", "dropout01", "dropout02"]
     exp = SimpleNamespace(choose=names)
@@ -599,7 +614,17 @@ def test_the_readme_table_of_a_converged_experiment_shows_where_each_seed_peaked
 
     def record(bleus, test, last):
         valid = [{"num_updates": 250 * (i + 1), "loss": 5.0 - i / 10, "bleu": b} for i, b in enumerate(bleus)]
-        return {"valid": valid, "train": [], "last_update": last, "scores": {"bleu": test, "chrf": 50.0}}
+        return {
+            "experiment": "conv",
+            "model": "m",
+            "seed": 1,
+            "params": 1,
+            "last_update": last,
+            "train": [],
+            "valid": valid,
+            "scores": {"bleu": test, "chrf": 50.0},
+            "decode_speed": None,
+        }
 
     runs = {
         ("transformer", 1): record([10.0, 12.0, 11.0, 11.5], 25.0, 1000),

@@ -11,6 +11,7 @@ import torch
 
 from mixer_plugin.experiments import checkpoints
 from mixer_plugin.experiments.collect import Selection, peak
+from mixer_plugin.experiments.record import RunRecord
 from mixer_plugin.experiments.trainlog import parse_train_log, stopping_point
 
 
@@ -89,7 +90,8 @@ RESUMED = [(1000, 11.0), (1250, 11.8), (1500, 12.5), (1750, 12.0), (2000, 12.1)]
 
 def test_a_resumed_training_peaks_and_stops_where_an_unbroken_one_would(tmp_path):
     write_log(tmp_path / "train.log", [KILLED, RESUMED])
-    log = parse_train_log(tmp_path / "train.log")
+    parsed = parse_train_log(tmp_path / "train.log")
+    log = RunRecord("x", "m", 1, None, parsed["last_update"], parsed["train"], parsed["valid"], {}, None)
     assert fairseq_stop([b for _, b in KILLED + RESUMED], 2, True) == 1000  # the unbroken training's stop
     p = peak(log, Selection("bleu", True, patience=2))
     assert (p.update, p.value, p.stopped) == (500, 12.0, 1000)

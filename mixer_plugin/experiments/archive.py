@@ -13,8 +13,9 @@ from typing import List
 from ..files import atomic_path
 from ..paths import PROJECT, RESULTS, WORK
 from .argv import portable_in
-from .collect import RECORD, ModelResult
+from .collect import ModelResult
 from .commands import beside_device
+from .record import FILE, RunRecord
 from .spec import Experiment, Model
 from .stages import Stage, run_dir
 
@@ -41,7 +42,7 @@ def committed_runs(exp: Experiment) -> Path:
 
 
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
-    """Each finished run beside the results file: ``run.json`` (its record) and its
+    """Each finished run beside the results file: its record (``record.FILE``) and its
     hypotheses (``KEPT_HYPS``).  ``restore_run`` brings them back on a machine whose ``work/`` is empty."""
     for r in results:
         for run, record in zip(r.runs, r.records):
@@ -51,7 +52,7 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
             # committed run's hypotheses beside another training's record
             with atomic_path(dest) as tmp:
                 tmp.mkdir()
-                (tmp / RECORD).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+                record.save(tmp / FILE)
                 if hyps.is_file():
                     (tmp / KEPT_HYPS).write_bytes(lzma.compress(hyps.read_bytes()))
 
@@ -66,10 +67,10 @@ def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], co
     run = run_dir(exp, model, seed)
     marker = run / ".stages" / "restored.json"
     kept = kept_runs(exp) / model.name / f"seed{seed}"
-    committed = kept / RECORD
+    committed = kept / FILE
     if run.exists() and not marker.is_file():
         return False
-    committed_stages = json.loads(committed.read_text())["stages"] if committed.is_file() else None
+    committed_stages = RunRecord.load(committed).stages if committed.is_file() else None
     restored_stages = json.loads(marker.read_text()) if run.exists() else None
     stale = restored_stages is not None and committed_stages is not None and committed_stages != restored_stages
     stages = restored_stages if restored_stages is not None and not stale else committed_stages
@@ -90,7 +91,7 @@ def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], co
     with atomic_path(run) as tmp:
         gen = tmp / f"gen-{model.generate.subset}"
         gen.mkdir(parents=True)
-        shutil.copyfile(committed, tmp / RECORD)  # what the results read of a restored run
+        shutil.copyfile(committed, tmp / FILE)  # what the results read of a restored run
         if (kept / KEPT_HYPS).is_file():  # (a classification run has none)
             (gen / "hyp.txt").write_bytes(lzma.decompress((kept / KEPT_HYPS).read_bytes()))
         (tmp / ".stages").mkdir()

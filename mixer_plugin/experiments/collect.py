@@ -13,12 +13,13 @@ run's small outputs.
 import json
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..paths import PROJECT
 from .argv import flag_value, portable_in, stopping_rule
+from .record import FILE, TRAIN_KEYS, RunRecord
 from .spec import Experiment, Model
 from .stages import run_dir
 from .trainlog import Selection, hours_to, parse_train_log, stopping_point
@@ -81,16 +82,22 @@ def bench_speeds(exp: Experiment) -> Dict[str, dict]:
 class ModelResult:
     model: Model
     runs: List[Path]  # finished run folders, one per seed
-    logs: List[dict]
-    scores: List[dict]  # score.json of each run (translation) / {"accuracy": x}
-    decode: List[Optional[float]]
+    records: List[RunRecord]  # the record of each run, in the same order
     distinct: List[Tuple[int, int]] = field(default_factory=list)  # (distinct, all) hypotheses per seed
     extra: Dict = field(default_factory=dict)  # seeds statistics, bootstrap
-    records: List[dict] = field(default_factory=list)  # run_record of each run
 
     @property
-    def log(self) -> dict:
-        return self.logs[0] if self.logs else {"params": None, "train": [], "valid": [], "last_update": 0}
+    def first(self) -> Optional[RunRecord]:
+        """The first finished seed's record (the row's parameters and update count)."""
+        return self.records[0] if self.records else None
+
+    @property
+    def scores(self) -> List[dict]:
+        return [r.scores for r in self.records]
+
+    @property
+    def decode(self) -> List[Optional[float]]:
+        return [r.decode_speed for r in self.records]
 
     def wps(self) -> Optional[float]:
         """Training words/s: the median of fairseq's per-interval figures over every seed's log.
@@ -98,34 +105,28 @@ class ModelResult:
         reads several times lower than the rest, and a mean of one seed's intervals let such
         outliers and a busy hour decide the column (the leaderboard's transformer read 1,009
         words/s on seed 1, which shared the machine with the test suite, and 1,767 on seed 2)."""
-        pts = [p["wps"] for log in self.logs for p in log["train"] if "wps" in p]
+        pts = [p["wps"] for r in self.records for p in r.train if "wps" in p]
         return statistics.median(pts) if pts else None
 
 
-RECORD = "run.json"  # a finished run, as ``run_record`` gives it: what is committed of it, with its hypotheses
-# of each train_inner point, what a table or plot reads: the curve, the speed and the step
-TRAIN_KEYS = ("num_updates", "loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "lr", "gnorm", "wall", "train_wall")
-
-
-def run_record(exp: Experiment, m: Model, seed: int) -> Optional[dict]:
+def run_record(exp: Experiment, m: Model, seed: int) -> Optional[RunRecord]:
     """A finished run as one small record, or None while it is not finished: its model and
     seed, parameters, the last update, the training points (``TRAIN_KEYS``) and every
     validation, the scores (every metric, per source where the data has sources), decoding
     speed, and each stage's record (its commands relative to the checkout and ``work/``,
     the machine, the time).  A run restored from its committed copy is that record
-    (``RECORD`` in its folder); one that ran here is read from its logs.  The tables, the
+    (``record.FILE`` in its folder); one that ran here is read from its logs.  The tables, the
     plots and the bootstraps need this and the hypotheses, nothing else."""
     run = run_dir(exp, m, seed)
-    if (run / RECORD).is_file():
-        return json.loads((run / RECORD).read_text(encoding="utf-8"))
+    if (run / FILE).is_file():
+        return RunRecord.load(run / FILE)
     src = exp.models[m.decode_of] if m.decode_of else m  # a decode's training is the run it decodes
     trained = run_dir(exp, src, seed)
     if not decoded_since_trained(run, trained, scored=exp.kind != "classification"):
         return None
     record = read_record(exp, m, seed, trained / "train.log", run / f"gen-{m.generate.subset}")
-    if record is not None:  # (the stamps only of a finished run)
-        record["stages"] = stage_records(run)
-    return record
+    # (the stamps only of a finished run)
+    return None if record is None else replace(record, stages=stage_records(run))
 
 
 def decoded_since_trained(run: Path, train_run: Path, scored: bool = True) -> bool:
@@ -151,7 +152,7 @@ def decoded_since_trained(run: Path, train_run: Path, scored: bool = True) -> bo
     return all(p.stat().st_mtime_ns >= since for p in decoded if p.is_file())
 
 
-def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path) -> Optional[dict]:
+def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path) -> Optional[RunRecord]:
     """``run_record`` from a run's logs, all but its stage records: its training log and its
     decoding folder (scores, fairseq-generate's or fairseq-validate's log); None without scores."""
     decode = None
@@ -166,17 +167,17 @@ def read_record(exp: Experiment, m: Model, seed: int, train_log: Path, gen: Path
         scores = {k: v for k, v in json.loads((gen / "score.json").read_text()).items() if k not in ("hyp", "ref")}
         decode = decode_speed(gen / "generate.err")  # fairseq-generate's log
     log = parse_train_log(train_log)
-    return {
-        "experiment": exp.name,
-        "model": m.name,
-        "seed": seed,
-        "params": log["params"],
-        "last_update": log["last_update"],
-        "train": [{k: p[k] for k in TRAIN_KEYS if k in p} for p in log["train"]],
-        "valid": log["valid"],
-        "scores": scores,
-        "decode_speed": decode,
-    }
+    return RunRecord(
+        experiment=exp.name,
+        model=m.name,
+        seed=seed,
+        params=log["params"],
+        last_update=log["last_update"],
+        train=[{k: p[k] for k in TRAIN_KEYS if k in p} for p in log["train"]],
+        valid=log["valid"],
+        scores=scores,
+        decode_speed=decode,
+    )
 
 
 def stage_records(run: Path) -> Dict[str, dict]:
@@ -194,7 +195,7 @@ def stage_records(run: Path) -> Dict[str, dict]:
 def collect(exp: Experiment) -> List[ModelResult]:
     out = []
     for m in exp.models.values():
-        runs, logs, scores, decode, distinct, records = [], [], [], [], [], []
+        runs, records, distinct = [], [], []
         for seed in m.seeds:
             record = run_record(exp, m, seed)
             if record is None:
@@ -202,14 +203,10 @@ def collect(exp: Experiment) -> List[ModelResult]:
             run = run_dir(exp, m, seed)
             runs.append(run)
             records.append(record)
-            logs.append({k: record[k] for k in ("params", "train", "valid", "last_update")})
-            scores.append(record["scores"])
-            if exp.kind != "classification":
-                decode.append(record["decode_speed"])
-                if summarizes(m):  # the only tables that show the count
-                    hyps = (run / f"gen-{m.generate.subset}" / "hyp.txt").read_text(encoding="utf-8").splitlines()
-                    distinct.append((len(set(hyps)), len(hyps)))
-        out.append(ModelResult(m, runs, logs, scores, decode, distinct, records=records))
+            if summarizes(m):  # the only tables that show the count
+                hyps = (run / f"gen-{m.generate.subset}" / "hyp.txt").read_text(encoding="utf-8").splitlines()
+                distinct.append((len(set(hyps)), len(hyps)))
+        out.append(ModelResult(m, runs, records, distinct))
     return out
 
 
@@ -238,15 +235,15 @@ def train_flags(exp: Experiment, m: Model) -> List[str]:
     return [*exp.train, *src.train]
 
 
-def peak(log: dict, chosen: Selection) -> Optional[Peak]:
-    """Where a run's log peaked: fairseq's checkpoint_best.pt under its stopping rule, applied
+def peak(record: RunRecord, chosen: Selection) -> Optional[Peak]:
+    """Where a run peaked: fairseq's checkpoint_best.pt under its stopping rule, applied
     to the whole log (``trainlog.stopping_point``: a training resumed after a kill would
     otherwise train past it), and the hours of training to it."""
-    best, stopped = stopping_point(log["valid"], chosen.metric, chosen.maximize, chosen.patience)
+    best, stopped = stopping_point(record.valid, chosen.metric, chosen.maximize, chosen.patience)
     if best is None:
         return None
     update = int(best["num_updates"])
-    return Peak(update, best[chosen.metric], hours_to(log["train"], update), stopped)
+    return Peak(update, best[chosen.metric], hours_to(record.train, update), stopped)
 
 
 def keys(exp: Experiment, m: Model) -> List[str]:

@@ -17,7 +17,6 @@ results table's (``bootstraps.run_bootstraps``).
 """
 
 import argparse
-import json
 import re
 import statistics
 from pathlib import Path
@@ -25,43 +24,37 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .argv import stopping_rule
 from .collect import Peak, peak
+from .record import RecordError, RunRecord
 from .trainlog import Selection
 
 _DETAIL = re.compile(r"= [\d.]+ ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) \(BP = ([\d.]+)")
 
 
-def load(path: Path) -> dict:
+def load(path: Path) -> RunRecord:
     """A run's record; a one-line error naming the file when it is missing or not one."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SystemExit(f"mixer-compare: error: {path} does not exist") from None
-    except json.JSONDecodeError as e:
-        raise SystemExit(f"mixer-compare: error: {path} is not JSON ({e.msg}, line {e.lineno})") from None
-    missing = [k for k in ("model", "valid", "train", "stages") if k not in record]
-    if missing or "train" not in record["stages"]:
-        raise SystemExit(f"mixer-compare: error: {path} is not a run record (no {', '.join(missing) or 'train stage'})")
+        record = RunRecord.load(path)
+    except RecordError as e:
+        raise SystemExit(f"mixer-compare: error: {e}") from None
+    if not record.train_commands():
+        raise SystemExit(f"mixer-compare: error: {path} records no train stage")
     return record
 
 
-def name(record: dict) -> str:
-    return f"{record['model']}/seed{record.get('seed', '?')}"
-
-
-def by_update(record: dict, key: str) -> Dict[int, float]:
+def by_update(record: RunRecord, key: str) -> Dict[int, float]:
     """update -> the validation's ``key``, for the validations that have it."""
-    return {int(p["num_updates"]): p[key] for p in record["valid"] if key in p}
+    return {int(p["num_updates"]): p[key] for p in record.valid if key in p}
 
 
-def peak_of(record: dict) -> Tuple[Optional[Peak], Selection]:
+def peak_of(record: RunRecord) -> Tuple[Optional[Peak], Selection]:
     """The record's peak under its own stopping rule (``collect.peak``), with that rule."""
-    chosen = stopping_rule(record["stages"]["train"]["commands"][-1])
+    chosen = stopping_rule(record.train_commands()[-1])
     return peak(record, chosen), chosen
 
 
-def after_peak(record: dict, update: int, stop: Optional[int], metric: str) -> List[float]:
+def after_peak(record: RunRecord, update: int, stop: Optional[int], metric: str) -> List[float]:
     """The validations after the peak, up to where the rule stopped (or the log ends)."""
-    end = stop if stop is not None else record.get("last_update", update)
+    end = stop if stop is not None else record.last_update
     return [v for u, v in sorted(by_update(record, metric).items()) if update < u <= end]
 
 
@@ -80,7 +73,7 @@ def bins_of(updates: Sequence[int], edges: Sequence[int]) -> List[Tuple[str, Lis
     return out
 
 
-def curves(mine: dict, theirs: dict, edges: Sequence[int]) -> List[str]:
+def curves(mine: RunRecord, theirs: RunRecord, edges: Sequence[int]) -> List[str]:
     a_bleu, b_bleu = by_update(mine, "bleu"), by_update(theirs, "bleu")
     a_loss, b_loss = by_update(mine, "loss"), by_update(theirs, "loss")
     common = sorted(set(a_bleu) & set(b_bleu))
@@ -112,15 +105,15 @@ def curves(mine: dict, theirs: dict, edges: Sequence[int]) -> List[str]:
     return out
 
 
-def peak_lines(record: dict) -> List[str]:
+def peak_lines(record: RunRecord) -> List[str]:
     p, chosen = peak_of(record)
     if p is None:
-        return [f"{name(record)}: no validation with {chosen.metric!r}"]
+        return [f"{record.name}: no validation with {chosen.metric!r}"]
     rest = after_peak(record, p.update, p.stopped, chosen.metric)
     ended = f"stopped by its rule at {p.stopped:,}" if p.stopped is not None else "no stop by its rule"
     hours = f", {p.hours:.2f} h of training to it" if p.hours is not None else ""
-    line = f"{name(record)}: valid {chosen.metric} peak {p.value:.2f} at {p.update:,}{hours}; {ended}"
-    line += f"; last update {record.get('last_update', 0):,}"
+    line = f"{record.name}: valid {chosen.metric} peak {p.value:.2f} at {p.update:,}{hours}; {ended}"
+    line += f"; last update {record.last_update:,}"
     if rest:
         line += f"; the {len(rest)} validations after the peak read {min(rest):.2f} to {max(rest):.2f}"
     return [line]
@@ -131,8 +124,8 @@ def detail(scores: dict) -> str:
     return f" (precisions {m.group(1)}/{m.group(2)}/{m.group(3)}/{m.group(4)}, BP {m.group(5)})" if m else ""
 
 
-def score_lines(mine: dict, theirs: dict) -> List[str]:
-    a, b = mine.get("scores") or {}, theirs.get("scores") or {}
+def score_lines(mine: RunRecord, theirs: RunRecord) -> List[str]:
+    a, b = mine.scores, theirs.scores
     out = []
     for key in ("bleu", "chrf"):
         if key in a and key in b:
@@ -147,9 +140,9 @@ def score_lines(mine: dict, theirs: dict) -> List[str]:
     return out
 
 
-def report(mine: dict, theirs: dict, edges: Sequence[int]) -> List[str]:
-    out = [f"{name(mine)} (mine) against {name(theirs)} (theirs)"]
-    pa, pb = mine.get("params"), theirs.get("params")
+def report(mine: RunRecord, theirs: RunRecord, edges: Sequence[int]) -> List[str]:
+    out = [f"{mine.name} (mine) against {theirs.name} (theirs)"]
+    pa, pb = mine.params, theirs.params
     if pa and pb:
         out.append(f"params: {pa:,} against {pb:,} ({100 * (pa - pb) / pb:+.2f} %)")
     out += peak_lines(mine) + peak_lines(theirs) + score_lines(mine, theirs) + curves(mine, theirs, edges)

@@ -25,7 +25,7 @@ FLOW_EXPERIMENT = "leaderboard_v3"  # a row of it shows every stage of a transla
 # what is made of a finished run after its stages: (step, what makes it, what it leaves)
 AFTER_STAGES = [
     ("record", ["collect.run_record", "archive.keep_run_outputs"], "`results/<experiment>/runs/<row>/seed<N>/`: "
-     "`run.json` and `hyp.txt.xz`"),
+     "`run.json` (one `record.RunRecord`, versioned) and `hyp.txt.xz`"),
     ("table", ["report.write", "readme"], "`results/<experiment>.md`, the README's and docs' blocks"),
 ]  # fmt: skip
 

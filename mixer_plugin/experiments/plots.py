@@ -34,8 +34,8 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
             # every seed, because seeds can differ in shape and not only in level (the summarization
             # multiNN's loss drops in a step that came 750 updates later for one seed than for the
             # others); the first seed marked and named, the later ones thin, unnamed in the legend
-            for i, (run, log) in enumerate(zip(r.runs, r.logs)):
-                valid = [p for p in log["valid"] if key in p]
+            for i, (run, record) in enumerate(zip(r.runs, r.records)):
+                valid = [p for p in record.valid if key in p]
                 if not valid:
                     continue
                 several |= i > 0
@@ -46,7 +46,7 @@ def make_plots(exp: Experiment, results: List[ModelResult], folder: Path) -> Lis
                 )
                 ax.plot([p["num_updates"] for p in valid], [p[key] for p in valid], color=color, linestyle=line, **look)
                 chosen = selected[r.model.name]
-                if chosen and key == chosen.metric and (top := peak(log, chosen)):
+                if chosen and key == chosen.metric and (top := peak(record, chosen)):
                     # the update the table names: a reader sees where each run stopped improving
                     ax.plot([top.update], [top.value], color=color, marker="*", ms=11, mec="black", mew=0.5, ls="")
     if axs[0][0].lines:

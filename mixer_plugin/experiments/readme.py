@@ -25,7 +25,8 @@ from ..files import atomic_path
 from ..paths import CHECKOUT, shown
 from . import layout
 from .archive import committed_runs, results_path
-from .collect import PRIMARY, RECORD, peak, selection
+from .collect import PRIMARY, peak, selection
+from .record import FILE, RunRecord
 from .spec import Experiment
 from .spec_loader import load
 from .table import cap, peak_cells
@@ -38,16 +39,12 @@ PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "laye
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
-def records(exp: Experiment) -> Dict[str, List[dict]]:
+def records(exp: Experiment) -> Dict[str, List[RunRecord]]:
     """model -> the committed records of its seeds, in the order the file lists them."""
     runs = committed_runs(exp)
     out = {}
     for m in exp.models.values():
-        found = [
-            json.loads(p.read_text(encoding="utf-8"))
-            for seed in m.seeds
-            if (p := runs / m.name / f"seed{seed}" / RECORD).is_file()
-        ]
+        found = [RunRecord.load(p) for seed in m.seeds if (p := runs / m.name / f"seed{seed}" / FILE).is_file()]
         if found:
             out[m.name] = found
     return out
@@ -86,9 +83,9 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
             peaks = [p for p in (peak(r, chosen[model]) for r in recs) if p is not None] if chosen[model] else []
             update = peak_cells(recs, chosen[model], cap(exp, m))[0]
             cells += [update, mean_sd([p.value for p in peaks]) if peaks else "–"]
-        cells += [mean_sd([r["scores"][k] for r in recs]) for k in metrics]
+        cells += [mean_sd([r.scores[k] for r in recs]) for k in metrics]
         if not until_best:
-            cells.append(mean_sd([r["valid"][-1]["loss"] for r in recs if r["valid"]], digits=3))
+            cells.append(mean_sd([r.valid[-1]["loss"] for r in recs if r.valid], digits=3))
         lines.append("| " + " | ".join(cells) + " |")
     waiting = []
     for m in exp.models.values():
@@ -124,9 +121,9 @@ def verdicts_moved(exp: Experiment) -> str:
 
 def quickstart() -> str:
     [record] = records(load(CHECKOUT / "experiments" / "quickstart.yaml"))["multinn"]
-    s = record["scores"]
+    s = record.scores
     return (
-        f"**{s['bleu']:.2f} BLEU / {s['chrf']:.2f} chrF** after {record['last_update']:,} updates "
+        f"**{s['bleu']:.2f} BLEU / {s['chrf']:.2f} chrF** after {record.last_update:,} updates "
         f"([results/quickstart.md](results/quickstart.md), with what it printed)\n"
     )
 

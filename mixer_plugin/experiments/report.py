@@ -220,7 +220,7 @@ def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
         stages = run_stages(exp, r.model, seed, prepare_stage(r.model.data, r.model.prepare), trained)
         # as the run's record has them: a run restored from another machine (a GPU's, whose
         # commands have no --cpu) ran those, not the ones this machine would
-        ran = r.records[0].get("stages", {}) if r.records else {}
+        ran = r.first.stages if r.first else {}
         md += ["", f"### `{r.model.name}`" + (f" ({r.model.note})" if r.model.note else ""), ""]
         for stage in ([trained] if trained else []) + stages:
             recorded = ran.get(stage.name, {}).get("commands") if stage is not trained else None

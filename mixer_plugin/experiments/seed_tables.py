@@ -69,7 +69,7 @@ def seeds_rule_table(
     if base_r is None or len(base_r.model.seeds) < 2:
         return []
     name = chosen.metric
-    base_peaks = [p.value for p in (peak(log, chosen) for log in base_r.logs) if p is not None]
+    base_peaks = [p.value for p in (peak(rec, chosen) for rec in base_r.records) if p is not None]
     rows = [r for r in results if r is not base_r and not r.model.decode_of and first_run(r) is not None]
     if not rows:
         return []
@@ -89,7 +89,7 @@ def seeds_rule_table(
         "|---|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        each = [peak(log, chosen) for log in r.logs]
+        each = [peak(rec, chosen) for rec in r.records]
         first = each[first_run(r)]
         if first is None:
             continue

@@ -22,6 +22,7 @@ from .collect import (
     train_flags,
 )
 from .paper_refs import paper_figures
+from .record import RunRecord
 from .spec import Experiment, Model
 from .verdicts import claim_cells, claim_metric
 
@@ -70,13 +71,13 @@ def columns(exp: Experiment, s: Shape) -> List[Columns]:
     """The main table's columns, in order."""
 
     def valid_loss(r: ModelResult) -> List[str]:
-        valid = [p for p in r.log["valid"] if "loss" in p]
+        valid = [p for p in r.first.valid if "loss" in p] if r.first else []
         return [f"{valid[-1]['loss']:.3f}" if valid else "–"]
 
     cols = [
         Columns(["model"], lambda r: [f"`{r.model.name}`"]),
-        Columns(["params"], lambda r: [f"{r.log['params']:,}" if r.log["params"] else "–"]),
-        Columns(["updates"], lambda r: [f"{r.log['last_update']:,}" if r.runs else "–"]),
+        Columns(["params"], lambda r: [f"{r.first.params:,}" if r.first and r.first.params else "–"]),
+        Columns(["updates"], lambda r: [f"{r.first.last_update:,}" if r.first else "–"]),
         Columns(["seeds"], lambda r: [str(len(r.runs))]),
         Columns(["valid loss"], valid_loss),
     ]
@@ -84,7 +85,7 @@ def columns(exp: Experiment, s: Shape) -> List[Columns]:
         cols.append(
             Columns(
                 ["peak update", f"valid {PRIMARY.get(s.chooser.metric, s.chooser.metric)} at peak", "hours to peak"],
-                lambda r: peak_cells(r.logs, s.selected[r.model.name], cap(exp, r.model)),
+                lambda r: peak_cells(r.records, s.selected[r.model.name], cap(exp, r.model)),
             )
         )
     cols.append(Columns([PRIMARY[k] for k in s.metrics], lambda r: [fmt_score(r, k) for k in s.metrics]))
@@ -137,17 +138,16 @@ def fmt_score(r: ModelResult, key: str) -> str:
     return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
 
 
-def peak_cells(logs: List[dict], chosen: Optional[Selection], cap: Optional[int]) -> List[str]:
+def peak_cells(records: List[RunRecord], chosen: Optional[Selection], cap: Optional[int]) -> List[str]:
     """Peak update, the validation metric there and the hours of training to it, each seed's
-    (``a / b / c``), from the seeds' training logs (or their run records, which hold the same
-    points).  A run that trained to the cap (``--max-update``) did not stop by its own rule,
-    so its peak is marked: it may not have converged."""
-    peaks = [peak(log, chosen) for log in logs] if chosen else []
+    (``a / b / c``), from the seeds' records.  A run that trained to the cap
+    (``--max-update``) did not stop by its own rule, so its peak is marked: it may not have
+    converged."""
+    peaks = [peak(r, chosen) for r in records] if chosen else []
     if not any(peaks):
         return ["–"] * 3
     capped = [
-        cap is not None and p is not None and p.stopped is None and log["last_update"] >= cap
-        for p, log in zip(peaks, logs)
+        cap is not None and p is not None and p.stopped is None and r.last_update >= cap for p, r in zip(peaks, records)
     ]
 
     def each(cell: Callable[[Any], str]) -> str:
