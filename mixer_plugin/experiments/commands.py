@@ -14,7 +14,11 @@ from .argv import flag_value
 from .spec import Experiment, Model
 
 
-def prep_manifest(root: Path) -> dict:
+def prep_manifest(root: Path, prep: Optional[dict] = None) -> dict:
+    """The recipe's ``prep.json`` in ``root`` ({} before the data is prepared); ``prep`` given
+    instead where the commands are written before any data exists (``shell``: the scripts)."""
+    if prep is not None:
+        return prep
     path = root / "prep.json"
     return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -110,9 +114,17 @@ def task_flags(exp: Experiment, prep: dict) -> List[str]:
     ]
 
 
-def train_command(exp: Experiment, model: Model, seed: int, root: Path, save: Path) -> List[str]:
+def ddp_update_freq(update_freq: int, gpus: int) -> int:
+    """fairseq's own DDP on ``gpus`` GPUs: ``--update-freq`` divided, so that the tokens per
+    update stay the same (at least 1)."""
+    return max(1, update_freq // gpus)
+
+
+def train_command(
+    exp: Experiment, model: Model, seed: int, root: Path, save: Path, prep: Optional[dict] = None
+) -> List[str]:
     flags = [
-        *task_flags(exp, prep_manifest(root)),
+        *task_flags(exp, prep_manifest(root, prep)),
         *exp.train,
         "--arch",
         model.arch,
@@ -127,9 +139,8 @@ def train_command(exp: Experiment, model: Model, seed: int, root: Path, save: Pa
     if gpus == 0 and "--cpu" not in flags:
         flags.append("--cpu")
     if gpus > 1:
-        # fairseq's own DDP; --update-freq divided so the tokens per update stay the same
         update_freq = int(flag_value(flags, "--update-freq") or 1)
-        flags += ["--update-freq", str(max(1, update_freq // gpus))]
+        flags += ["--update-freq", str(ddp_update_freq(update_freq, gpus))]
         return [
             "torchrun",
             "--standalone",
@@ -149,8 +160,10 @@ def checkpoint(model: Model, save: Path) -> Path:
     return save / f"checkpoint_{model.generate.checkpoint}.pt"
 
 
-def decode_commands(exp: Experiment, model: Model, root: Path, save: Path, out: Path) -> List[List[str]]:
-    prep = prep_manifest(root)
+def decode_commands(
+    exp: Experiment, model: Model, root: Path, save: Path, out: Path, prep: Optional[dict] = None
+) -> List[List[str]]:
+    prep = prep_manifest(root, prep)
     subset = model.generate.subset
     overrides = ["--model-overrides", repr(model.overrides)] if model.overrides else []
     cpu = ["--cpu"] if ngpu() == 0 else precision()
@@ -205,10 +218,11 @@ def decode_commands(exp: Experiment, model: Model, root: Path, save: Path, out: 
     ]
 
 
-def score_command(exp: Experiment, model: Model, root: Path, out: Path) -> List[str]:
-    prep = prep_manifest(root)
+def score_command(exp: Experiment, model: Model, root: Path, out: Path, prep: Optional[dict] = None) -> List[str]:
+    prep = prep_manifest(root, prep)
     subset = model.generate.subset
-    ref = prep.get("references", {}).get(subset, {"detok": f"ref/{subset}.TGT", "tok": f"ref/{subset}.tok.TGT"})
+    tgt = prep.get("tgt") or "TGT"  # the recipes' names for the references (data.pipeline)
+    ref = prep.get("references", {}).get(subset, {"detok": f"ref/{subset}.{tgt}", "tok": f"ref/{subset}.tok.{tgt}"})
     argv = [
         PYTHON,
         "-m",

@@ -20,7 +20,7 @@ from .progress import HEARTBEAT, Progress, training_status
 from .publish import git_repo, publish
 from .running import execute
 from .spec import Experiment, ExperimentError, Model
-from .stages import Stage, StageError, StagePaused, prepare_stage, run_dir, run_stages
+from .stages import Stage, StageError, StagePaused, chains, prepare_stage, run_dir
 
 
 def machine_cores() -> int:
@@ -79,18 +79,7 @@ class Runner:
     def chains(self) -> List[Tuple[str, List[Stage]]]:
         """(label, stages) of every (model, seed), built once the data is prepared (the
         commands take the languages from it)."""
-        trained: Dict[Tuple[str, int], Stage] = {}
-        out = []
-        for m in self.models:
-            for seed in m.seeds:
-                if self.seeds and seed not in self.seeds:
-                    continue
-                prepared = self.prepared[(m.data, tuple(m.prepare))]
-                stages = run_stages(self.exp, m, seed, prepared, trained.get((m.decode_of, seed)))
-                if not m.decode_of:
-                    trained[(m.name, seed)] = stages[0]
-                out.append((f"{m.name}/seed{seed}", stages))
-        return out
+        return chains(self.exp, self.models, self.prepared, self.seeds)
 
     def model_seed(self, label: str) -> Tuple[Model, int]:
         """The (model, seed) of a chain's ``<model>/seed<N>`` label."""

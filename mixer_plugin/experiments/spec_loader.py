@@ -215,6 +215,12 @@ def load(path: Union[str, Path]) -> Experiment:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         raise ExperimentError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    return from_mapping(raw, path)
+
+
+def from_mapping(raw: Any, path: Path) -> Experiment:
+    """An experiment file's contents (``raw``, as YAML reads it) checked into the schema; ``path``
+    names the file in errors and is where ``from:`` looks (``paper_rows`` builds its files in memory)."""
     _check_keys(raw, TOP, str(path))
     where = lambda key: f"{path}: {key}"  # noqa: E731
     for key in ("name", "data", "models"):

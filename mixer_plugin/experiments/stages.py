@@ -24,7 +24,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..data.workspace import data_root
 from ..paths import PYTHON, WORK
@@ -100,8 +100,16 @@ def prepare_stage(recipe: str, prepare: List[str]) -> Stage:
     )
 
 
-def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, trained: Optional[Stage]) -> List[Stage]:
-    """The stages of one (model, seed); ``trained``: the train stage of ``decode_of``."""
+def run_stages(
+    exp: Experiment,
+    model: Model,
+    seed: int,
+    prepared: Stage,
+    trained: Optional[Stage],
+    prep: Optional[dict] = None,
+) -> List[Stage]:
+    """The stages of one (model, seed); ``trained``: the train stage of ``decode_of``; ``prep``:
+    the data's ``prep.json`` as given (else read from the prepared folder: ``commands.prep_manifest``)."""
     root = prepared.outputs[0].parent
     run = run_dir(exp, model, seed)
     stamps = run / ".stages"
@@ -110,7 +118,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
     if trained is None:
         trained = Stage(
             "train",
-            [train_command(exp, model, seed, root, run)],
+            [train_command(exp, model, seed, root, run, prep)],
             run / "train.log",
             [run / "checkpoint_last.pt"],
             [prepared],
@@ -147,7 +155,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
     if exp.kind == "classification":
         gen = Stage(
             "generate",
-            decode_commands(exp, model, root, save, out),
+            decode_commands(exp, model, root, save, out, prep),
             out / "validate.log",
             [out / "validate.log"],
             [last, prepared],
@@ -157,7 +165,7 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
         return stages
     gen = Stage(
         "generate",
-        decode_commands(exp, model, root, save, out),
+        decode_commands(exp, model, root, save, out, prep),
         out / "generate.err",
         [out / "hyp.txt"],
         [last, prepared],
@@ -165,10 +173,36 @@ def run_stages(exp: Experiment, model: Model, seed: int, prepared: Stage, traine
     )
     score = Stage(
         "score",
-        [score_command(exp, model, root, out)],
+        [score_command(exp, model, root, out, prep)],
         out / "score.log",
         [out / "score.json"],
         [gen],
         stamp=stamps / "score.json",
     )
     return stages + [gen, score]
+
+
+def chains(
+    exp: Experiment,
+    models: Sequence[Model],
+    prepared: Dict[Tuple[str, tuple], Stage],
+    seeds: Optional[Sequence[int]] = None,
+    prep: Optional[Dict[str, dict]] = None,
+) -> List[Tuple[str, List[Stage]]]:
+    """(``<model>/seed<N>``, stages) of every (model, seed) of ``models`` (of ``seeds``, where
+    given), trained models first, each decode after the training it decodes; ``prepared``: the
+    prepare stage of each (recipe, its arguments); ``prep``: each recipe's ``prep.json`` as given
+    (``run_stages``)."""
+    trained: Dict[Tuple[str, int], Stage] = {}
+    out = []
+    for m in sorted(models, key=lambda m: m.decode_of is not None):
+        for seed in m.seeds:
+            if seeds and seed not in seeds:
+                continue
+            data = prepared[(m.data, tuple(m.prepare))]
+            given = prep[m.data] if prep is not None else None
+            stages = run_stages(exp, m, seed, data, trained.get((m.decode_of, seed)), given)
+            if not m.decode_of:
+                trained[(m.name, seed)] = stages[0]
+            out.append((f"{m.name}/seed{seed}", stages))
+    return out

@@ -1,0 +1,123 @@
+"""The bash scripts beside the paper rows (configs/<paper>/<row>.<dataset>.sh, written by
+mixer-configs) run the runner's own commands: every script, run with ``python`` and ``torchrun``
+replaced by functions that print their argv, gives the argv of the runner's stages, under each
+NGPU and PRECISION; and the Debian row's script trains, decodes and scores at a tiny size."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import E2E_REPO, e2e_env, e2e_run, work_at
+
+from mixer_plugin.experiments import paper_rows
+from mixer_plugin.experiments.schedule import Runner
+from mixer_plugin.experiments.shell_script import implied_prep
+from mixer_plugin.experiments.spec_loader import load
+from mixer_plugin.paths import PLUGIN, PYTHON
+from mixer_plugin.recipes import command as recipe_command
+
+SCRIPTS = sorted(p.relative_to(paper_rows.CONFIGS).as_posix() for p in paper_rows.CONFIGS.rglob("*.sh"))
+# each command prints its argv instead of running: fields end in \x1f, commands in \x1e
+STUB = r"""
+python() { printf '%s\x1f' python "$@"; printf '\x1e'; }
+torchrun() { printf '%s\x1f' torchrun "$@"; printf '\x1e'; }
+tee() { cat; }
+mkdir() { :; }
+source "$1"
+"""
+
+
+def printed(script: Path, **env) -> list:
+    base = {k: v for k, v in e2e_env().items() if k not in ("NGPU", "PRECISION", "DATA", "MIXER_WORK")}
+    out = subprocess.run(
+        ["bash", "-c", STUB, "stub", str(script)],
+        env={**base, "USER_DIR": str(PLUGIN), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return [c.split("\x1f")[:-1] for c in out.stdout.split("\x1e")[:-1]]
+
+
+def as_run(argv) -> list:
+    """The runner's argv as the script writes it: its interpreter is ``python`` on the PATH."""
+    return ["python" if i == 0 and a == PYTHON else str(a) for i, a in enumerate(argv)]
+
+
+def test_every_row_has_a_script():
+    assert len(SCRIPTS) == len(list(paper_rows.CONFIGS.rglob("*.yaml"))) > 100
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_the_script_runs_the_runners_commands(name, tmp_path, monkeypatch):
+    script = paper_rows.CONFIGS / name
+    exp = load(script.with_suffix(".yaml"))
+    work_at(monkeypatch, tmp_path)
+    runner = Runner(exp, 1, 1, dry_run=True)
+    for (data, _), stage in runner.prepared.items():  # as prepared: the languages the name gives
+        root = stage.outputs[0].parent
+        root.mkdir(parents=True)
+        (root / "prep.json").write_text(json.dumps(implied_prep(data)))
+    for ngpu, precision in (("0", "fp32"), ("1", "bf16"), ("4", "fp16"), ("16", "fp32")):
+        monkeypatch.setenv("NGPU", ngpu)
+        monkeypatch.setenv("PRECISION", precision)
+        want = [as_run(c) for _, chain in runner.chains() for s in chain for c in s.commands]
+        got = printed(script, NGPU=ngpu, PRECISION=precision, MIXER_WORK=str(tmp_path))
+        assert got == want, (ngpu, precision)
+    # not prepared yet: the recipe first, into the folder the runner prepares
+    [(data, prepare)] = {(m.data, tuple(m.prepare)) for m in exp.models.values()}
+    fresh = tmp_path / "fresh"
+    got = printed(script, NGPU="0", MIXER_WORK=str(tmp_path), DATA=str(fresh))
+    assert got[0] == as_run(recipe_command(data, [*prepare, "--root", fresh]))
+
+
+def test_bad_settings_are_one_line(tmp_path):
+    script = paper_rows.CONFIGS / SCRIPTS[0]
+    for env, msg in (({"NGPU": "two"}, "NGPU must be a number"), ({"PRECISION": "fp64"}, "PRECISION must be one of")):
+        out = subprocess.run(
+            ["bash", str(script)], env={**e2e_env(), **env}, capture_output=True, text=True, cwd=tmp_path
+        )
+        assert out.returncode == 2 and msg in out.stderr and out.stderr.count("\n") == 1, out.stderr
+        assert not (tmp_path / "work").exists()
+
+
+def test_the_debian_rows_script_end_to_end(corpus, tmp_path):
+    """The leaderboard's transformer row (Debian EN-DE) as a script, at a tiny size: prepared from
+    the tiny corpus, then the script trains 4 updates, averages the last 2 checkpoints, decodes
+    and scores, from a folder of its own."""
+    raw = yaml.safe_load((E2E_REPO / "experiments" / "leaderboard.yaml").read_text())
+    tiny = (
+        "--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --decoder-embed-dim 32 --decoder-ffn-embed-dim 64 "
+        "--max-update 4 --save-interval-updates 2 --keep-interval-updates 2 --max-tokens 1000"
+    )
+    exp = {k: raw[k] for k in ("name", "title", "data", "train", "generate", "score")}
+    exp.update(
+        name="tiny_rows",
+        train=f"{raw['train']} {tiny}",
+        generate={**raw["generate"], "average_last": 2, "flags": "--beam 2 --batch-size 32 --max-len-b 10"},
+        models={"transformer": {"arch": "mixer_small_attn"}},
+    )
+    exp["score"] = {"metrics": ["bleu", "chrf"]}
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(exp))
+    env = e2e_env(MIXER_WORK=str(tmp_path / "work"), NGPU="0", PYTHONPATH=str(E2E_REPO))
+    root = tmp_path / "work" / "data" / "debian_en_de"
+    e2e_run([PYTHON, "-m", "mixer_plugin.recipes", "debian_en_de", "--corpus", corpus, "--root", root,
+             "--vocab", "400", "--workers", "1"], env=env)  # fmt: skip
+    text = e2e_run(
+        [PYTHON, "-m", "mixer_plugin.experiments.paper_rows", "--script", "tiny.yaml"], cwd=tmp_path, env=env
+    )
+    (tmp_path / "tiny.sh").write_text(text.stdout)
+    bin_dir = tmp_path / "bin"  # `python` on the PATH: this interpreter
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(shutil.which(PYTHON) or PYTHON)
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    e2e_run(["bash", "tiny.sh"], cwd=tmp_path, env=env, timeout=900)
+    run = tmp_path / "work" / "tiny_rows" / "transformer" / "seed1"
+    assert (run / "averaged_last2.pt").is_file()
+    score = json.loads((run / "gen-test" / "score.json").read_text())
+    assert {"bleu", "chrf"} <= set(score), score
+    assert (run / "gen-test" / "score.log").is_file() and "--sources" in text.stdout  # per-source scores
