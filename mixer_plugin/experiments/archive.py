@@ -34,6 +34,12 @@ def kept_runs(exp: Experiment) -> Path:
     return results_path(exp).with_suffix("") / "runs"
 
 
+def read_record(path: Path) -> dict:
+    """A committed run's record (``run.json``), as the generated pages read it: the one place to
+    change when the records get a reader of their own."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def committed_runs(exp: Experiment) -> Path:
     """Where an experiment's runs are committed: its kept runs, or, for an experiment that
     writes under work/ (the quickstart), ``results/<name>/runs/``, a run of it copied by hand."""
