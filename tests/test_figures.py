@@ -111,3 +111,24 @@ def test_every_committed_page_passes_the_check():
     from mixer_plugin.experiments import readme
 
     assert readme.main(["--check"]) == 0
+
+
+def test_the_findings_pages_type_no_figure_and_a_planted_one_fails():
+    """Each campaign's findings page (experiments/NAME.findings.md) quotes its figures only from
+    generated blocks, so it has no allowance at all; a figure typed into one fails by its line."""
+    from mixer_plugin.experiments import figures, findings, readme
+
+    allowed = figures.load_allowed()
+    names = {figures.page_name(p) for p in findings.pages()}
+    assert {"experiments/leaderboard.findings.md", "experiments/leaderboard_converged.findings.md"} <= names
+    assert not names & set(allowed), sorted(names & set(allowed))
+    assert set(findings.pages()) <= set(readme.PAGES) & set(readme.FIGURE_PAGES)
+    for page in findings.pages():
+        text = page.read_text(encoding="utf-8")
+        assert readme.BLOCK.search(text) and not figures.hand_figures(text), page.name
+    page = findings.pages()[0]
+    text = page.read_text(encoding="utf-8") + "\nThe gap was 1.28 BLEU.\n"
+    assert figures.problems({figures.page_name(page): text}, allowed, every_page=False) == [
+        f"{figures.page_name(page)}:{len(text.splitlines())}: 1.28 is a result figure typed by hand; "
+        "quote it from a generated block"
+    ]

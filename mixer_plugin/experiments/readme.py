@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from ..files import atomic_path
 from ..paths import CHECKOUT, shown
-from . import figures, layout
+from . import figures, findings, layout
 from .archive import committed_runs, read_record, results_path
 from .collect import PRIMARY, RECORD, peak, selection
 from .spec import Experiment
@@ -38,10 +38,11 @@ from .verdicts import VERDICTS, claims_beside, moved
 
 README = CHECKOUT / "README.md"
 # the pages with generated blocks: the landing page, the protocol page that keeps the table of the
-# leaderboard's first version beside the README's, and the picture of the layers (``layout``)
-PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md")
+# leaderboard's first version beside the README's, the picture of the layers (``layout``) and the
+# campaigns' findings (``findings``)
+PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md", *findings.pages())
 # the pages ``figures`` reads for figures typed by hand: every page a reader is sent to
-FIGURE_PAGES = (README, *sorted((CHECKOUT / "docs").glob("*.md")))
+FIGURE_PAGES = (README, *sorted((CHECKOUT / "docs").glob("*.md")), *findings.pages())
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -134,6 +135,7 @@ def quickstart() -> str:
     )
 
 
+SUM_METRICS = {"rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L", "bleu": "BLEU"}
 BLOCKS: Dict[str, Callable[[], str]] = {
     "quickstart": quickstart,
     "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
@@ -141,6 +143,16 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
+    # the campaigns' findings pages (``findings``)
+    "leaderboard_long": lambda: score_table("leaderboard_long", {"bleu": "BLEU", "chrf": "chrF"}),
+    "leaderboard_sum": lambda: score_table("leaderboard_sum", SUM_METRICS),
+    "compare_fixed_head": lambda: findings.compared(
+        "leaderboard_converged", "fixed_head/seed1", "transformer/seed1", (4000, 10000, 16000)
+    ),
+    **{
+        f"{name}_claims": (lambda name=name: findings.claims_table(name))
+        for name in ("leaderboard", "leaderboard_long", "leaderboard_sum", "leaderboard_converged")
+    },
 }
 
 
