@@ -111,7 +111,8 @@ def page_problems(page: str, text: str, allowed: Mapping[str, int]) -> List[str]
             out.append(f"{page}:{n}: {figure} is a result figure typed by hand; quote it from a generated block")
     spare = {f: k - seen[f] for f, k in allowed.items() if k > seen[f]}
     if spare:
-        listed = ", ".join(f"{f} x{k}" if k > 1 else f for f, k in sorted(spare.items()))
+        listed = [f"{f} x{k}" if k > 1 else f for f, k in sorted(spare.items())]
+        listed = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")  # one line
         out.append(f"{page}: {shown_allowed()} allows figures the page no longer types ({listed}); {SHRINK} shrinks it")
     return out
 
