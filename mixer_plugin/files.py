@@ -85,7 +85,7 @@ def cpu_identity(cpuinfo: str) -> Dict[str, str]:
 def machine() -> Dict[str, object]:
     """What a stage ran on, for its stamp: the CPU (``cpu_identity``), the cores, torch's version
     and the GPUs.  Another CPU or library adds floats in another order, so one command with one seed
-    trains differently there (docs/leaderboard_findings.md, "One command, two machines"): the stamp
+    trains differently there (experiments/leaderboard.findings.md, "One command, two machines"): the stamp
     tells which committed runs can be expected to match bit for bit, and which ran on one kind of CPU
     when their hours are compared."""
     try:

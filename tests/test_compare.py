@@ -32,8 +32,8 @@ def record(model, valid, *, patience=2, scores=None, params=1000, last=None):
 
 
 def test_the_ninth_rows_figures_come_back_from_the_committed_records(capsys):
-    """docs/leaderboard_findings.md, "Version 2's ninth row", read its figures from these two
-    records; the command gives them back."""
+    """The converged leaderboard's findings (experiments/leaderboard_converged.findings.md) read the
+    ninth row's figures from these two records; the command gives them back."""
     mine, theirs = RUNS / "fixed_head" / "seed1" / "run.json", RUNS / "transformer" / "seed1" / "run.json"
     compare.main([str(mine), str(theirs), "--bins", "4000,10000,16000"])
     out = capsys.readouterr().out

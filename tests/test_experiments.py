@@ -166,8 +166,8 @@ def test_results_table_commands_and_kept_outputs(finished):
 
 
 def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
-    """One command and seed trains differently on another CPU (docs/leaderboard_findings.md, "One
-    command, two machines"), so each committed stamp says what it ran on."""
+    """One command and seed trains differently on another CPU (experiments/leaderboard.findings.md,
+    "One command, two machines"), so each committed stamp says what it ran on."""
     from mixer_plugin.files import machine
 
     tmp, _, _ = finished

@@ -1,6 +1,7 @@
 """Two finished runs side by side, read from their committed records (``run.json``, kept by
-``archive``): the figures a findings section of ``docs/leaderboard_findings.md`` quotes beside
-the results table, so that each can be checked with one command rather than trusted.
+``archive``): the figures a campaign's findings page (``experiments/<name>.findings.md``) quotes
+beside the results table, embedded as a generated block (``findings.compared``) that
+``readme --check`` regenerates, so that each is computed rather than trusted.
 
     python -m mixer_plugin.experiments.compare \\
         results/leaderboard_converged/runs/fixed_head/seed1/run.json \\

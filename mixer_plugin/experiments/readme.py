@@ -4,8 +4,13 @@ nowhere by hand.  Each generated block of a page (``PAGES``) sits between
 ``<!-- generated: NAME -->`` and ``<!-- end generated -->``; the text around the blocks is
 written by hand and quotes no figure a block shows.
 
-    python -m mixer_plugin.experiments.readme           # rewrite the blocks of every page
-    python -m mixer_plugin.experiments.readme --check   # exit 1 when a page is stale
+    python -m mixer_plugin.experiments.readme                  # rewrite the blocks of every page
+    python -m mixer_plugin.experiments.readme --check          # exit 1: a page is stale, or types a figure
+    python -m mixer_plugin.experiments.readme --allow-current  # shrink docs/figures.allowed.json
+
+``--check`` also fails on a result figure typed by hand outside a block, on every page a reader
+is sent to (``FIGURE_PAGES``), beyond the legacy figures docs/figures.allowed.json still allows
+(``figures``: what a figure is, what is exempt, and the allowance that only shrinks).
 
 The p-values and the verdicts on the papers' claims need the bootstrap over the test set's
 references: a block shows them only as the report judged them (its ``claims.json`` beside the
@@ -23,7 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from ..files import atomic_path
 from ..paths import CHECKOUT, shown
-from . import layout
+from . import figures, findings, layout
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, peak, selection
 from .record import FILE, RunRecord
@@ -34,8 +39,11 @@ from .verdicts import VERDICTS, claims_beside, moved
 
 README = CHECKOUT / "README.md"
 # the pages with generated blocks: the landing page, the protocol page that keeps the table of the
-# leaderboard's first version beside the README's, and the picture of the layers (``layout``)
-PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md")
+# leaderboard's first version beside the README's, the picture of the layers (``layout``) and the
+# campaigns' findings (``findings``)
+PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md", *findings.pages())
+# the pages ``figures`` reads for figures typed by hand: every page a reader is sent to
+FIGURE_PAGES = (README, *sorted((CHECKOUT / "docs").glob("*.md")), *findings.pages())
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -128,6 +136,7 @@ def quickstart() -> str:
     )
 
 
+SUM_METRICS = {"rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L", "bleu": "BLEU"}
 BLOCKS: Dict[str, Callable[[], str]] = {
     "quickstart": quickstart,
     "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
@@ -135,6 +144,16 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
+    # the campaigns' findings pages (``findings``)
+    "leaderboard_long": lambda: score_table("leaderboard_long", {"bleu": "BLEU", "chrf": "chrF"}),
+    "leaderboard_sum": lambda: score_table("leaderboard_sum", SUM_METRICS),
+    "compare_fixed_head": lambda: findings.compared(
+        "leaderboard_converged", "fixed_head/seed1", "transformer/seed1", (4000, 10000, 16000)
+    ),
+    **{
+        f"{name}_claims": (lambda name=name: findings.claims_table(name))
+        for name in ("leaderboard", "leaderboard_long", "leaderboard_sum", "leaderboard_converged")
+    },
 }
 
 
@@ -165,25 +184,46 @@ def main(argv: Optional[List[str]] = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--check", action="store_true", help="exit 1 when a page differs from what it generates")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when a page differs from what it generates, or types a result figure by hand "
+        "beyond docs/figures.allowed.json (mixer_plugin/experiments/figures.py)",
+    )
+    mode.add_argument(
+        "--allow-current",
+        action="store_true",
+        help="shrink docs/figures.allowed.json to the figures the pages still type by hand; it never "
+        "grows, so a new figure stays an error (exit 1)",
+    )
     p.add_argument(
         "pages",
         nargs="*",
         type=Path,
-        default=list(PAGES),
-        help="the pages (default: README.md, docs/leaderboard.md and docs/layers.md)",
+        help="the pages (default: those with generated blocks, and for figures README.md, docs/*.md "
+        "and experiments/*.findings.md)",
     )
     args = p.parse_args(argv)
     for page in args.pages:
         if not page.is_file():
             raise SystemExit(f"readme: no such page: {shown(page)}")
-    stale = stale_pages(args.pages)
+    # named pages are all the check reads; by default an allowance for a page that is gone is stale
+    every_page = not args.pages
+    texts = figures.texts_of(args.pages or FIGURE_PAGES)
+    if args.allow_current:
+        kept, left = figures.shrunk(texts, figures.load_allowed(), every_page)
+        figures.write_allowed(kept)
+        print("\n".join(f"readme: {line}" for line in left), end="\n" if left else "")
+        return 1 if left else 0
+    stale = stale_pages(args.pages or PAGES)
     if args.check:
+        said = [f"readme: {line}" for line in figures.problems(texts, figures.load_allowed() or {}, every_page)]
         if stale:
             names = ", ".join(shown(page) for page in stale)
-            print(f"readme: stale: {names} (python -m mixer_plugin.experiments.readme rewrites them)")
-            return 1
-        return 0
+            said.insert(0, f"readme: stale: {names} (python -m mixer_plugin.experiments.readme rewrites them)")
+        print("\n".join(said), end="\n" if said else "")
+        return 1 if said else 0
     for page, fresh in stale.items():
         write_page(page, fresh)
     return 0

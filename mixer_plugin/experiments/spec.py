@@ -33,7 +33,7 @@ class Score:
     compound_split: bool = False  # with tokenized: split a-b as fairseq's compound_split_bleu.sh
     lowercase: bool = False
     # the least gap of the claim metric that counts as a difference: what two runs of one
-    # command and seed differed by (float nondeterminism on another machine; docs/leaderboard_findings.md)
+    # command and seed differed by (float nondeterminism on another machine; experiments/leaderboard.findings.md)
     noise_floor: float = 0.0
 
 
