@@ -8,6 +8,7 @@ line; the scheduling is ``schedule``, the publishing ``publish``, the restores `
     mixer-run experiments/leaderboard.yaml --dry-run       # print every command, run nothing
     NGPU=8 mixer-run configs/multinn/mixer_wmt_multinn.wmt16_en_de.yaml   # fairseq's DDP via torchrun
     PRECISION=bf16 mixer-run ...                           # fairseq's --bf16 (or fp16) on a GPU
+    mixer-run FILE.yaml --executor slurm --gpus-per-run 1 --time-limit 4h   # each training a SLURM job (executors)
 
 Each data recipe is prepared once; then every (model, seed) is a chain of stages
 (``stages.py``) run by the stock fairseq tools.  Up to ``--jobs`` chains run at a time,
@@ -42,10 +43,10 @@ decode is still to do.
 
 import argparse
 import os
-import re
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
 
@@ -53,9 +54,11 @@ from ..data.workspace import data_root
 from ..paths import WORK, shown
 from . import report
 from .commands import ngpu, precision
+from .executors import FLAGS, checked, run_jobs
+from .progress import Progress
 from .schedule import Runner
 from .signals import PAUSED, pause, request_pause, stop
-from .spec import ExperimentError
+from .spec import Cluster, Experiment, ExperimentError, duration
 from .spec_loader import load
 
 
@@ -69,19 +72,36 @@ def dangling_link(path: Path) -> Optional[Path]:
     return None
 
 
-DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+def cluster_of(exp: Experiment, args: argparse.Namespace) -> Cluster:
+    """The file's ``cluster:`` with the flags given over it, checked: an error names the flag,
+    or the file's key, that gave the value."""
+    given = {
+        key: getattr(args, flag[2:].replace("-", "_"))
+        for key, flag in FLAGS.items()
+        if getattr(args, flag[2:].replace("-", "_")) is not None
+    }
+    if "gpus_per_run" in given and given["gpus_per_run"].isdigit():
+        given["gpus_per_run"] = int(given["gpus_per_run"])
+    return checked(
+        replace(exp.cluster, **given), lambda key: FLAGS[key] if key in given else f"{exp.path}: cluster.{key}"
+    )
 
 
-def duration(text: str) -> float:
-    """Seconds of ``2h30m``, ``90m``, ``45s`` or ``5400`` (a bare number: seconds)."""
-    t = text.strip()
-    if t.isdigit():
-        return float(t)
-    m = DURATION.fullmatch(t)
-    if not t or m is None:
-        raise ExperimentError(f"--stop-after takes a duration such as 2h30m, 90m, 45s or 5400, not {text!r}")
-    h, mins, secs = (int(g or 0) for g in m.groups())
-    return 3600.0 * h + 60.0 * mins + secs
+def on_cluster(runner: Runner, cluster: Cluster, args: argparse.Namespace) -> bool:
+    """Every run a job (``executors``), then the results once, from the run folders the
+    jobs wrote; committed with ``--commit``."""
+    exp = runner.exp
+    say = Progress(0).say
+    try:
+        only = args.only.split(",") if args.only else None
+        ok = run_jobs(exp, cluster, only, runner.seeds, args.threads or exp.threads, say)
+    except ExperimentError as e:
+        print(f"mixer-run: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    done = runner.results_only(commit=f"{exp.name}: results" if args.commit and ok else None)
+    if not ok:
+        say(f"{exp.name}: a job did not finish; finished runs are kept (rerun the same command to continue)")
+    return ok and done
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -105,6 +125,19 @@ def main(argv: Optional[List[str]] = None) -> None:
         help="git-commit the results file and each run's small outputs as each run finishes",
     )
     p.add_argument(
+        "--executor",
+        help="where the runs go: local (this machine), slurm (each training, with its decodes, one SLURM job, "
+        "through submitit), submitit-local (those jobs as local processes) [the file's cluster.executor, else local]",
+    )
+    p.add_argument("--slurm-partition", help="the jobs' SLURM partition [the file's cluster.partition]")
+    p.add_argument("--gpus-per-run", help="GPUs of each job [the file's cluster.gpus_per_run, else 0]")
+    p.add_argument(
+        "--time-limit",
+        metavar="DURATION",
+        help="each job's time limit (4h, 90m); a longer run pauses at a checkpoint, is requeued and continues "
+        "[the file's cluster.time_limit, else 4h]",
+    )
+    p.add_argument(
         "--stop-after",
         metavar="DURATION",
         help="pause after this long (2h30m, 90m, 45s), as SIGUSR1 does: no stage starts, each training ends "
@@ -125,7 +158,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             listed = {s for m in exp.models.values() for s in m.seeds}
             if not set(seeds) & listed:
                 raise ExperimentError(f"--seeds {args.seeds}: the file lists seeds {sorted(listed)}")
-        stop_after = duration(args.stop_after) if args.stop_after is not None else None
+        stop_after = duration(args.stop_after, "--stop-after") if args.stop_after is not None else None
+        cluster = cluster_of(exp, args)
+        if cluster.executor != "local" and stop_after is not None:
+            raise ExperimentError(f"--stop-after: a job of --executor {cluster.executor} ends at its --time-limit")
         precision(), ngpu()  # PRECISION= and NGPU= checked before anything runs
         for folder in [WORK / exp.name, *(data_root(m.data, m.prepare) for m in exp.models.values())]:
             link = dangling_link(folder)
@@ -148,6 +184,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             signal.signal(sig, stop)
     if args.results_only:
         sys.exit(0 if runner.results_only() else 1)
+    if cluster.executor != "local" and not args.dry_run:
+        sys.exit(0 if on_cluster(runner, cluster, args) else 1)
     if not args.dry_run:
         signal.signal(signal.SIGUSR1, pause)
         if stop_after is not None:

@@ -295,14 +295,15 @@ class Runner:
         finally:
             lock.release()
 
-    def results_only(self) -> bool:
+    def results_only(self, commit: Optional[str] = None) -> bool:
         """The results from the run folders, with the committed runs restored first (which
-        needs the data prepared: the commands name its languages)."""
+        needs the data prepared: the commands name its languages); committed with ``commit``
+        (the subject), as a campaign of cluster jobs ends (``executors``)."""
         self.progress = Progress(sum(not s.done() for s in self.prepared.values()))
         if not all(self.prepare(stage) for stage in self.prepared.values()):
             return False
         self.restore([])  # nothing runs, so nothing needs its checkpoints: every committed run counts
-        self.write_results()
+        self.write_results(commit)
         return True
 
     def step(self, label: str, stage: Stage, pending: List[str], hold: Sequence[int] = ()) -> bool:

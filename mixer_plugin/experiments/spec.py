@@ -2,6 +2,7 @@
 (:func:`~mixer_plugin.experiments.spec_loader.load`, whose docstring gives the file's keys),
 the kinds and metrics a file may name, and the error a bad file raises."""
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -12,6 +13,39 @@ METRICS = ("bleu", "chrf", "ter", "tok_bleu", "rouge", "rougeL", "wer", "accurac
 
 class ExperimentError(ValueError):
     """A bad experiment file: one line, naming the file and the key."""
+
+
+EXECUTORS = ("local", "slurm", "submitit-local")  # where the runs go (``executors``)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where the runs go: the file's ``cluster:`` and the command line's ``--executor``,
+    ``--slurm-partition``, ``--gpus-per-run``, ``--time-limit`` (which win).  ``local``: this
+    machine, as ever; ``slurm``: each training, with its decodes, one SLURM job
+    (``executors``); ``submitit-local``: those jobs as processes of this machine (a rehearsal,
+    and the CI test)."""
+
+    executor: str = "local"
+    partition: Optional[str] = None  # None: the cluster's default partition
+    gpus_per_run: int = 0
+    time_limit: str = "4h"  # each job's; a run longer than that is requeued and resumes
+
+
+DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def duration(text: str, where: str) -> float:
+    """Seconds of ``2h30m``, ``90m``, ``45s`` or ``5400`` (a bare number: seconds); ``where``
+    names the flag or the file's key in the error."""
+    t = str(text).strip()
+    if t.isdigit():
+        return float(t)
+    m = DURATION.fullmatch(t)
+    if not t or m is None:
+        raise ExperimentError(f"{where} takes a duration such as 2h30m, 90m, 45s or 5400, not {text!r}")
+    h, mins, secs = (int(g or 0) for g in m.groups())
+    return 3600.0 * h + 60.0 * mins + secs
 
 
 @dataclass(frozen=True)
@@ -86,6 +120,7 @@ class Experiment:
     # a recipe chosen on the validation set: candidates in order of added regularisation, which
     # claims.choose_in_order reads (the results file shows the rule applied)
     choose: List[str] = field(default_factory=list)
+    cluster: Cluster = field(default_factory=Cluster)
 
     @property
     def datasets(self) -> List[str]:

@@ -13,6 +13,7 @@ data, for how long, with which seeds, scored how.  One YAML file per experiment
     seeds: [1]
     jobs: 2                           # runs at a time ...
     threads: 1                        # ... with this many threads each (neither: every core of the machine)
+    cluster: {executor: slurm, partition: gpu, gpus_per_run: 1, time_limit: 4h}   # where the runs go (optional)
     speed:                            # the speed columns from idle-machine benchmarks of every row (optional)
       train: results/bench/bench_train_cpu.json  # mixer-bench train <this file>
       decode: results/bench/bench_decode_<name>_cpu.json  # mixer-bench decode DATA --experiment <this file>
@@ -53,8 +54,9 @@ from typing import Any, Dict, Iterable, List, Union
 
 import yaml
 
+from .executors import FLAGS, checked
 from .paper_refs import paper_figures
-from .spec import KINDS, METRICS, Claim, Experiment, ExperimentError, Generate, Model, Score
+from .spec import KINDS, METRICS, Claim, Cluster, Experiment, ExperimentError, Generate, Model, Score
 
 
 def flag_list(value: Any, where: str) -> List[str]:
@@ -124,6 +126,7 @@ TOP = {
     "samples",
     "speed",
     "choose",
+    "cluster",
 }
 SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
 MODEL = {
@@ -299,6 +302,9 @@ def from_mapping(raw: Any, path: Path) -> Experiment:
         if not isinstance(value, str) or not value.endswith(".json"):
             raise ExperimentError(where(f"speed.{key}") + f": expected the path of a {SPEED[key]} JSON file")
     choose = _choose(raw.get("choose", []), models, kind, where("choose"))
+    cluster = raw.get("cluster") or {}
+    _check_keys(cluster, FLAGS, where("cluster"))
+    cluster = checked(replace(Cluster(), **cluster), lambda key: where(f"cluster.{key}"))
     results = raw.get("results")
     return Experiment(
         name=str(raw["name"]),
@@ -315,4 +321,5 @@ def from_mapping(raw: Any, path: Path) -> Experiment:
         samples=raw.get("samples", 0),
         speed={k: Path(v) for k, v in speed.items()},
         choose=choose,
+        cluster=cluster,
     )
