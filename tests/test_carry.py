@@ -10,6 +10,7 @@ import pytest
 from conftest import work_at
 
 from mixer_plugin.experiments import archive, stages
+from mixer_plugin.experiments.collect import ModelResult
 from mixer_plugin.experiments.record import FILE, RunRecord
 from mixer_plugin.experiments.spec import ExperimentError
 from mixer_plugin.experiments.spec_loader import from_mapping, load
@@ -59,9 +60,9 @@ def test_version_3_carries_over_exactly_the_runs_their_rule_ended_before_the_cap
     assert restorable(exp, chains) == RULE_ENDED
 
 
-def test_a_carried_run_is_restored_kept_as_its_own_and_restored_again(v3):
+def test_a_carried_run_is_restored_with_its_own_record_and_kept_once(v3):
     """Restored into version 3's work folder, a carried run keeps the record that ran (version 2's
-    commands and cap); kept beside version 3's results, it is read back as version 3's run."""
+    commands and cap); version 3 keeps no second copy of it, and restores it again."""
     exp, chains, own = v3
     chain = chains["talking_heads/seed1"]
     assert archive.restore_run(exp, exp.models["talking_heads"], 1, chain)
@@ -72,9 +73,11 @@ def test_a_carried_run_is_restored_kept_as_its_own_and_restored_again(v3):
     marker = json.loads((run / ".stages" / "restored.json").read_text())
     train = marker["train"]["commands"][-1]
     assert "50000" in train and "<work>/leaderboard_v3/talking_heads/seed1" in train, train
-    # kept as version 3's own (what keep_run_outputs writes), on a machine whose work/ is empty
-    source = archive.kept_runs(archive.carried(exp)) / "talking_heads" / "seed1"
-    shutil.copytree(source, own / "talking_heads" / "seed1")
+    # kept once, where it ran: version 3 keeps no copy, and a machine whose work/ is empty
+    # restores it from version 2's again
+    result = ModelResult(exp.models["talking_heads"], [run], [record])
+    archive.keep_run_outputs(exp, [result])
+    assert not own.exists()
     shutil.rmtree(run)
     assert archive.restore_run(exp, exp.models["talking_heads"], 1, chain)
     assert RunRecord.load(run / FILE) == record

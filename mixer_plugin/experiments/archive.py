@@ -44,9 +44,12 @@ def committed_runs(exp: Experiment) -> Path:
 
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
     """Each finished run beside the results file: its record (``record.FILE``) and its
-    hypotheses (``KEPT_HYPS``).  ``restore_run`` brings them back on a machine whose ``work/`` is empty."""
+    hypotheses (``KEPT_HYPS``).  ``restore_run`` brings them back on a machine whose ``work/`` is empty.
+    A run carried over from another file (``stages_here``) stays kept where it ran, once."""
     for r in results:
         for run, record in zip(r.runs, r.records):
+            if record.experiment != exp.name:
+                continue
             dest = kept_runs(exp) / r.model.name / run.name
             hyps = run / f"gen-{r.model.generate.subset}" / "hyp.txt"
             # built beside and renamed whole: a copy cut short (a killed runner) is never a
