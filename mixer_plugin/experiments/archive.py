@@ -8,15 +8,16 @@ import json
 import lzma
 import shutil
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional
 
 from ..files import atomic_path
 from ..paths import PROJECT, RESULTS, WORK
-from .argv import portable_in
-from .collect import ModelResult
+from .argv import flag_value, portable_in, stopping_rule
+from .collect import ModelResult, peak
 from .commands import beside_device
 from .record import FILE, RunRecord
 from .spec import Experiment, Model
+from .spec_loader import load
 from .stages import Stage, run_dir
 
 # a run's hypotheses as kept: xz, a quarter of the text's size (the kept runs' hypotheses were 24 of
@@ -43,9 +44,12 @@ def committed_runs(exp: Experiment) -> Path:
 
 def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
     """Each finished run beside the results file: its record (``record.FILE``) and its
-    hypotheses (``KEPT_HYPS``).  ``restore_run`` brings them back on a machine whose ``work/`` is empty."""
+    hypotheses (``KEPT_HYPS``).  ``restore_run`` brings them back on a machine whose ``work/`` is empty.
+    A run carried over from another file (``stages_here``) stays kept where it ran, once."""
     for r in results:
         for run, record in zip(r.runs, r.records):
+            if record.experiment != exp.name:
+                continue
             dest = kept_runs(exp) / r.model.name / run.name
             hyps = run / f"gen-{r.model.generate.subset}" / "hyp.txt"
             # built beside and renamed whole: a copy cut short (a killed runner) is never a
@@ -57,20 +61,62 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
                     (tmp / KEPT_HYPS).write_bytes(lzma.compress(hyps.read_bytes()))
 
 
+def carried(exp: Experiment) -> Optional[Experiment]:
+    """The experiment whose finished runs ``exp`` carries over (its file's ``carries:``), if any."""
+    return load(exp.path.parent / exp.carries.path) if exp.carries is not None else None
+
+
+def stages_here(exp: Experiment, record: RunRecord, chain: List[Stage]) -> Optional[Dict[str, dict]]:
+    """The stages of ``record`` as a run of ``exp`` would record them, or None when the record
+    cannot be that run.  A run of ``exp`` itself: its stages as they are.  A run of the file
+    ``exp`` carries over (an earlier protocol's), of a row it names: only when its own stopping
+    rule ended it before
+    its cap (``--max-update``) and ``exp``'s cap is no lower, its stages read with that file's run
+    folder as ``exp``'s and its cap as ``exp``'s.  Such a run is the run the larger cap would
+    give: inverse square root does not depend on the cap, and a training its rule ended never
+    reached it (docs/leaderboard.md, version 3;
+    ``tests/test_fairseq_features.py::test_a_longer_budget_resumed_is_the_unbroken_longer_run``)."""
+    if record.experiment == exp.name:
+        return record.stages
+    trained, here = record.train_commands(), next((s.commands[-1] for s in chain if s.name == "train"), None)
+    if exp.carries is None or record.model not in exp.carries.rows or record.experiment != carried(exp).name:
+        return None
+    if not trained or here is None:
+        return None
+    old_cap, new_cap = flag_value(trained[-1], "--max-update"), flag_value(here, "--max-update")
+    if old_cap is None or new_cap is None or int(new_cap) < int(old_cap) or record.last_update >= int(old_cap):
+        return None
+    top = peak(record, stopping_rule(trained[-1]))
+    if top is None or top.stopped is None:  # not ended by its rule: the larger cap would train on
+        return None
+
+    def moved(argv: List[str], train: bool) -> List[str]:
+        out = [a.replace(f"<work>/{record.experiment}/", f"<work>/{exp.name}/") for a in argv]
+        return [new_cap if train and b == "--max-update" else a for a, b in zip(out, [None, *out])]
+
+    return {
+        name: {**stamp, "commands": [moved(a, name == "train") for a in stamp["commands"]]}
+        for name, stamp in record.stages.items()
+    }
+
+
 def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], copy: bool = True) -> bool:
     """Whether (model, seed) is finished: here (a folder restored before) or in its
     committed copy, which is then copied into its run folder (``copy``).  A copy counts
     only when it records every stage of ``chain`` with the same commands; a run folder
     this machine ran is never touched, and one restored before follows its committed copy
     (a run trained again elsewhere and committed replaces the copy restored here, which
-    the results would otherwise show, and copy back over the newer commit)."""
+    the results would otherwise show, and copy back over the newer commit).  Where ``exp``
+    has no committed copy of the run, the file it carries over is asked (``stages_here``)."""
     run = run_dir(exp, model, seed)
     marker = run / ".stages" / "restored.json"
     kept = kept_runs(exp) / model.name / f"seed{seed}"
+    if not (kept / FILE).is_file() and exp.carries is not None:
+        kept = kept_runs(carried(exp)) / model.name / f"seed{seed}"
     committed = kept / FILE
     if run.exists() and not marker.is_file():
         return False
-    committed_stages = RunRecord.load(committed).stages if committed.is_file() else None
+    committed_stages = stages_here(exp, RunRecord.load(committed), chain) if committed.is_file() else None
     restored_stages = json.loads(marker.read_text()) if run.exists() else None
     stale = restored_stages is not None and committed_stages is not None and committed_stages != restored_stages
     stages = restored_stages if restored_stages is not None and not stale else committed_stages

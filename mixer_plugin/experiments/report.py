@@ -177,6 +177,12 @@ def markdown(
             "where a run resumed in a later session (machines differ: "
             + ("compare speeds in the benchmark columns)" if exp.speed else "compare within one session)")
         )
+    carried = [f"`{rec.model}` seed {rec.seed}" for r in results for rec in r.records if rec.experiment != exp.name]
+    if carried:
+        notes.append(
+            f"- carried over from `{exp.carries.path}` (their own stopping rule ended them before its cap, so this "
+            f"file's larger cap gives the same runs; its commands and decode are theirs): {', '.join(carried)}"
+        )
     if sig:
         notes.append(f"- BLEU signature: `{sig}`")
     notes += speed_notes(exp, s.speeds, out)

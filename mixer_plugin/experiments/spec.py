@@ -49,6 +49,17 @@ def duration(text: str, where: str) -> float:
 
 
 @dataclass(frozen=True)
+class Carries:
+    """An earlier protocol's file (``path``, relative to this one) whose finished runs of ``rows``
+    count as this file's where they are the same run with a larger cap (``archive.stages_here``).
+    The rows are named, not inferred: a run's commands do not show a change of the code a row
+    runs (version 3's multiNN dropout changed multiNN's computation under the same flags)."""
+
+    path: Path
+    rows: List[str]
+
+
+@dataclass(frozen=True)
 class Generate:
     subset: str = "test"
     average_last: int = 1  # checkpoints averaged before decoding (1: checkpoint_<checkpoint>.pt)
@@ -121,6 +132,7 @@ class Experiment:
     # claims.choose_in_order reads (the results file shows the rule applied)
     choose: List[str] = field(default_factory=list)
     cluster: Cluster = field(default_factory=Cluster)
+    carries: Optional["Carries"] = None
 
     @property
     def datasets(self) -> List[str]:

@@ -50,13 +50,13 @@ import re
 import shlex
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 import yaml
 
 from .executors import FLAGS, checked
 from .paper_refs import paper_figures
-from .spec import KINDS, METRICS, Claim, Cluster, Experiment, ExperimentError, Generate, Model, Score
+from .spec import KINDS, METRICS, Carries, Claim, Cluster, Experiment, ExperimentError, Generate, Model, Score
 
 
 def flag_list(value: Any, where: str) -> List[str]:
@@ -127,6 +127,7 @@ TOP = {
     "speed",
     "choose",
     "cluster",
+    "carries",
 }
 SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
 MODEL = {
@@ -208,6 +209,22 @@ def row_from(path: Path, other: str, name: str, where: str) -> Dict[str, Any]:
     if name not in models:
         raise ExperimentError(f"{where}: {other} has no model {name!r}")
     return {k: v for k, v in (models[name] or {}).items() if k in ROW}
+
+
+def _carries(raw: Any, path: Path, models: Dict[str, Model], where: str) -> Optional[Carries]:
+    """``carries: {from: FILE, rows: [ROW, ...]}``: an experiment file beside this one, and rows of this one."""
+    if raw is None:
+        return None
+    _check_keys(raw, {"from", "rows"}, where)
+    other, rows = raw.get("from"), raw.get("rows")
+    if not isinstance(other, str) or not (path.parent / other).is_file():
+        raise ExperimentError(f"{where}.from: no experiment file {other!r} beside this one")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, str) for r in rows):
+        raise ExperimentError(f"{where}.rows: a list of this file's rows")
+    unknown = [r for r in rows if r not in models]
+    if unknown:
+        raise ExperimentError(f"{where}.rows: no model {unknown[0]!r} in this file")
+    return Carries(Path(other), rows)
 
 
 def load(path: Union[str, Path]) -> Experiment:
@@ -306,6 +323,7 @@ def from_mapping(raw: Any, path: Path) -> Experiment:
     _check_keys(cluster, FLAGS, where("cluster"))
     cluster = checked(replace(Cluster(), **cluster), lambda key: where(f"cluster.{key}"))
     results = raw.get("results")
+    carries = _carries(raw.get("carries"), path, models, where("carries"))
     return Experiment(
         name=str(raw["name"]),
         path=path,
@@ -322,4 +340,5 @@ def from_mapping(raw: Any, path: Path) -> Experiment:
         speed={k: Path(v) for k, v in speed.items()},
         choose=choose,
         cluster=cluster,
+        carries=carries,
     )
