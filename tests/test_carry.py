@@ -36,7 +36,7 @@ def v3(tmp_path, monkeypatch):
     own = tmp_path / "kept"
     kept_runs = archive.kept_runs
     monkeypatch.setattr(archive, "kept_runs", lambda e: own if e.name == exp.name else kept_runs(e))
-    prepared = {(m.data, tuple(m.prepare)): stages.prepare_stage(m.data, m.prepare) for m in exp.models.values()}
+    prepared = stages.prepare_stages(list(exp.models.values()))
     chains = stages.chains(exp, list(exp.models.values()), prepared, prep={"debian_en_de": PREP})
     return exp, dict(chains), own
 

@@ -56,7 +56,9 @@ FIGURE = re.compile(
 # The exempt spans, in the order they are blanked: a code span inside a generated block or a link
 # inside a code span is gone with its container.  Blanking keeps every line's length and every
 # newline, so a figure's line number is the page's.
-_BLOCK = re.compile(r"(<!-- generated: \w+ -->\n)(.*?)(<!-- end generated -->)", re.S)
+# a generated block: its opening line (with the block's name), its body and its closing line;
+# ``readme`` writes blocks by the same pattern
+BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,}).*?^\1\2[`~]*[ \t]*$", re.S | re.M)
 _EXEMPT = (
     re.compile(r"<!--.*?-->", re.S),  # HTML comments
@@ -77,7 +79,7 @@ def _blank(m: re.Match) -> str:
 
 def exempt(text: str) -> str:
     """``text`` with every exempt span (the module's docstring) blanked to spaces, lines kept."""
-    text = _BLOCK.sub(lambda m: m.group(1) + re.sub(r"[^\n]", " ", m.group(2)) + m.group(3), text)
+    text = BLOCK.sub(lambda m: m.group(1) + re.sub(r"[^\n]", " ", m.group(3)) + m.group(4), text)
     text = _FENCE.sub(_blank, text)
     for pattern in _EXEMPT:
         text = pattern.sub(_blank, text)

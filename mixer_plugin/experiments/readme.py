@@ -19,7 +19,6 @@ change (``publish.refresh_pages``).
 """
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -31,11 +30,12 @@ from ..paths import CHECKOUT, shown
 from . import figures, findings, layout
 from .archive import committed_runs, results_path
 from .collect import PRIMARY, peak, selection
+from .figures import BLOCK
 from .record import FILE, RunRecord
 from .spec import Experiment
 from .spec_loader import load
 from .table import cap, peak_cells
-from .verdicts import VERDICTS, claims_beside, moved
+from .verdicts import claims_beside, kept_verdicts, moved
 
 README = CHECKOUT / "README.md"
 # the pages with generated blocks: the landing page, the protocol page that keeps the table of the
@@ -44,7 +44,6 @@ README = CHECKOUT / "README.md"
 PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md", *findings.pages())
 # the pages ``figures`` reads for figures typed by hand: every page a reader is sent to
 FIGURE_PAGES = (README, *sorted((CHECKOUT / "docs").glob("*.md")), *findings.pages())
-BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
 def records(exp: Experiment) -> Dict[str, List[RunRecord]]:
@@ -111,8 +110,7 @@ def verdicts_moved(exp: Experiment) -> str:
     as one paragraph, however many claims there are: those whose verdict moved (the verdict
     there → the verdict here), then those whose verdict stayed.  The gaps and p-values
     stay in the results file's "claims beside" table, read from the same ``VERDICTS`` records."""
-    mine_file = results_path(exp).with_suffix("") / VERDICTS
-    mine = json.loads(mine_file.read_text(encoding="utf-8")) if mine_file.is_file() else {}
+    mine = kept_verdicts(results_path(exp))
     changed: List[str] = []
     same: List[str] = []
     for pairs in claims_beside(exp, mine).values():

@@ -9,7 +9,7 @@ import os
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, signals
@@ -20,7 +20,7 @@ from .progress import HEARTBEAT, Progress, training_status
 from .publish import git_repo, publish
 from .running import execute
 from .spec import Experiment, ExperimentError, Model
-from .stages import Stage, StageError, StagePaused, chains, prepare_stage, run_dir
+from .stages import Stage, StageError, StagePaused, chains, prepare_stages, run_dir
 
 
 def machine_cores() -> int:
@@ -67,11 +67,7 @@ class Runner:
         # trained models first, then the decodes of their checkpoints
         self.models = sorted((m for m in exp.models.values() if m.name in names), key=lambda m: m.decode_of is not None)
         self.seeds = seeds
-        self.prepared: Dict[Tuple[str, tuple], Stage] = {}
-        for m in self.models:
-            key = (m.data, tuple(m.prepare))
-            if key not in self.prepared:
-                self.prepared[key] = prepare_stage(m.data, m.prepare)
+        self.prepared = prepare_stages(self.models)
         runs = sum(1 for m in self.models for seed in m.seeds if not seeds or seed in seeds)
         self.fitted = jobs is None or threads is None
         self.jobs, self.threads = fit_cores(jobs, threads, runs, machine_cores())

@@ -24,7 +24,7 @@ from ..paths import PLUGIN, PYTHON, WORK
 from .argv import flag_value
 from .commands import ALLOCATOR_ENV, DEVICE_FLAGS, PRECISIONS, ddp_update_freq
 from .spec import Experiment
-from .stages import Stage, chains, prepare_stage, run_dir
+from .stages import Stage, chains, prepare_stages, run_dir
 
 SETTINGS = [(gpus, p) for gpus in (0, 1) for p in PRECISIONS]  # (NGPU, PRECISION): cpu or gpu, each precision
 BASE = (1, "fp32")  # no device flags: the command every other setting adds its flags to
@@ -70,9 +70,7 @@ Built = Tuple[List[Stage], List[Tuple[str, List[Stage]]]]
 
 def build(exp: Experiment, prep: Dict[str, dict]) -> Built:
     """The prepare stages and the (label, stages) of every (model, seed), as the runner builds them."""
-    prepared = {}
-    for m in exp.models.values():
-        prepared.setdefault((m.data, tuple(m.prepare)), prepare_stage(m.data, m.prepare))
+    prepared = prepare_stages(list(exp.models.values()))
     return list(prepared.values()), chains(exp, list(exp.models.values()), prepared, prep=prep)
 
 

@@ -100,6 +100,17 @@ def prepare_stage(recipe: str, prepare: List[str]) -> Stage:
     )
 
 
+def prepare_stages(models: Sequence[Model]) -> Dict[Tuple[str, tuple], Stage]:
+    """The prepare stage of each (recipe, its arguments) the models train on, once each: what
+    ``chains`` takes as ``prepared``."""
+    out: Dict[Tuple[str, tuple], Stage] = {}
+    for m in models:
+        key = (m.data, tuple(m.prepare))
+        if key not in out:
+            out[key] = prepare_stage(m.data, m.prepare)
+    return out
+
+
 def run_stages(
     exp: Experiment,
     model: Model,

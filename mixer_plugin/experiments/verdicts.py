@@ -74,6 +74,13 @@ def verdicts(results: List[ModelResult]) -> Dict[str, Dict[str, dict]]:
     return out
 
 
+def kept_verdicts(results: Path) -> Dict[str, Dict[str, dict]]:
+    """The claims a results file's report judged (``VERDICTS`` beside it): row -> claim -> its
+    verdict, gap, p and seeds; {} before any was judged."""
+    kept = results.with_suffix("") / VERDICTS
+    return json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+
+
 def claims_beside(
     exp: Experiment, mine: Dict[str, Dict[str, dict]]
 ) -> Dict[Tuple[str, Path], List[Tuple[str, str, Any, Any]]]:
@@ -85,8 +92,7 @@ def claims_beside(
     out: Dict[Tuple[str, Path], List[Tuple[str, str, Any, Any]]] = {}
     for source in dict.fromkeys(m.source for m in exp.models.values() if m.source and m.claims):
         theirs_at = results_path(load(exp.path.parent / source))
-        theirs_file = theirs_at.with_suffix("") / VERDICTS
-        theirs = json.loads(theirs_file.read_text(encoding="utf-8")) if theirs_file.is_file() else {}
+        theirs = kept_verdicts(theirs_at)
         out[source, theirs_at] = [
             (m.name, str(claim), theirs.get(m.name, {}).get(str(claim)), mine.get(m.name, {}).get(str(claim)))
             for m in exp.models.values()
