@@ -113,3 +113,14 @@ def test_carries_names_an_experiment_file_beside_it_and_rows_of_this_one(tmp_pat
     with pytest.raises(ExperimentError) as e:
         from_mapping(raw, tmp_path / "x.yaml")
     assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_pages_read_a_carried_run_as_this_file_s(v3):
+    """The README's tables read committed records without work/ (``archive.kept_records``): a
+    carried run is version 3's there too, with its own record, and nothing else of version 2 is."""
+    exp, _, _ = v3
+    kept = archive.kept_records(exp)
+    assert {f"{row}/seed{r.seed}" for row, recs in kept.items() for r in recs} == RULE_ENDED
+    theirs = archive.kept_runs(archive.carried(exp))
+    for row, recs in kept.items():
+        assert recs == [RunRecord.load(theirs / row / f"seed{r.seed}" / FILE) for r in recs]

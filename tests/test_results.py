@@ -87,28 +87,34 @@ def test_a_record_holds_what_its_table_shows(experiment):
 def test_the_readme_is_generated_from_the_records():
     """The README's figures come from the committed run records; an edit by hand, or a
     record that changed without ``python -m mixer_plugin.experiments.readme``, fails here."""
-    from mixer_plugin.experiments import readme
+    from mixer_plugin.experiments import depth, readme
 
     pages = {page: page.read_text(encoding="utf-8") for page in readme.PAGES}
     assert {name for text in pages.values() for _, name, _, _ in readme.BLOCK.findall(text)} == set(readme.BLOCKS)
     for page, text in pages.items():
         assert readme.render(text) == text, f"{page.name} is stale: python -m mixer_plugin.experiments.readme"
         generated = [line for _, _, body, _ in readme.BLOCK.findall(text) for line in body.splitlines()]
-        # a score typed by hand where the page has the transformer's row, else any generated table line
+        # a score typed by hand where the page has the transformer's row, else any generated table
+        # line; a page with no table (the SVG figure) has a generated line edited
         row = next(
             (line for line in generated if line.startswith("| `transformer` |")),
-            next(line for line in generated if line.startswith("| ") and line.endswith(" |")),
+            next((line for line in generated if line.startswith("| ") and line.endswith(" |")), None),
         )
-        tampered = text.replace(row, row.rsplit(" | ", 1)[0] + " | 99.99 |")
+        if row is not None:
+            tampered = text.replace(row, row.rsplit(" | ", 1)[0] + " | 99.99 |")
+        else:
+            tampered = text.replace(generated[-2], generated[-2].replace('"', "'", 2))
         assert tampered != text and readme.render(tampered) == text, page.name
-    # a landing page, also once the campaign has finished: its table then has a line per trained
-    # row and no "not finished" line, and the verdicts stay one paragraph; the rest lives in docs/
+    # a landing page, also once the campaign has finished: version 3's table then has a line per
+    # row of either depth and still one line below it; the rest lives in docs/
     text = pages[readme.README]
     blocks = {name: body for _, name, body, _ in readme.BLOCK.findall(text)}
-    assert len(blocks["verdicts_moved"].splitlines()) == 1, blocks["verdicts_moved"]
-    exp = readme.load(readme.CHECKOUT / "experiments" / "leaderboard_converged.yaml")
-    table = 2 + sum(not m.decode_of for m in exp.models.values())
-    assert len(text.splitlines()) - len(blocks["leaderboard_converged"].splitlines()) + table <= 155
+    table = 2 + len(depth.pairs(readme.load(depth.DEEP))) + 2
+    assert len(text.splitlines()) - len(blocks["leaderboard_v3_depths"].splitlines()) + table <= 155
+    assert "![" in text and "(docs/gap_by_depth.svg)" in text
+    # version 2's verdicts that moved since version 1 stay one paragraph on its protocol page
+    protocol = pages[readme.CHECKOUT / "docs" / "leaderboard.md"]
+    moved = {name: body for _, name, body, _ in readme.BLOCK.findall(protocol)}["verdicts_moved"]
+    assert len(moved.splitlines()) == 1, moved
     # the rows that only decode another's training (a paper's switches) stay in the results file
-    first = pages[readme.CHECKOUT / "docs" / "leaderboard.md"]
-    assert "| `transformer_decoded_hard` |" not in first and "| `hard_cross` |" in first
+    assert "| `transformer_decoded_hard` |" not in protocol and "| `hard_cross` |" in protocol

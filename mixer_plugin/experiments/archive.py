@@ -4,6 +4,7 @@ hypotheses; never logs or checkpoints, and no path of the machine that ran it.
 ``restore_run`` brings a kept run back on a machine whose ``work/`` is empty.
 """
 
+import functools
 import json
 import lzma
 import shutil
@@ -13,7 +14,7 @@ from typing import Dict, List, Optional
 from ..files import atomic_path
 from ..paths import PROJECT, RESULTS, WORK
 from .argv import flag_value, portable_in, stopping_rule
-from .collect import ModelResult, peak
+from .collect import ModelResult, peak, train_flags
 from .commands import beside_device
 from .record import FILE, RunRecord
 from .spec import Experiment, Model
@@ -63,31 +64,42 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
 
 def carried(exp: Experiment) -> Optional[Experiment]:
     """The experiment whose finished runs ``exp`` carries over (its file's ``carries:``), if any."""
-    return load(exp.path.parent / exp.carries.path) if exp.carries is not None else None
+    return _load(exp.path.parent / exp.carries.path) if exp.carries is not None else None
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: Path) -> Experiment:
+    # read once a process: the runner asks for each of a file's runs, the README for each seed
+    return load(path)
+
+
+def carried_at(exp: Experiment, record: RunRecord, cap: Optional[str]) -> bool:
+    """Whether ``record``, a run of the file ``exp`` carries over, is ``exp``'s run at the cap
+    ``cap`` (``--max-update`` of ``exp``'s training): a run of a row ``carries:`` names, ended by
+    its own stopping rule before its own cap, which ``cap`` does not undercut.  Such a run is the
+    run the larger cap would give: inverse square root does not depend on the cap, and a
+    training its rule ended never reached it (docs/leaderboard.md, version 3;
+    ``tests/test_fairseq_features.py::test_a_longer_budget_resumed_is_the_unbroken_longer_run``)."""
+    trained = record.train_commands()
+    if exp.carries is None or record.model not in exp.carries.rows or record.experiment != carried(exp).name:
+        return False
+    old_cap = flag_value(trained[-1], "--max-update") if trained else None
+    if old_cap is None or cap is None or int(cap) < int(old_cap) or record.last_update >= int(old_cap):
+        return False
+    top = peak(record, stopping_rule(trained[-1]))
+    return top is not None and top.stopped is not None  # else the larger cap would train on
 
 
 def stages_here(exp: Experiment, record: RunRecord, chain: List[Stage]) -> Optional[Dict[str, dict]]:
     """The stages of ``record`` as a run of ``exp`` would record them, or None when the record
     cannot be that run.  A run of ``exp`` itself: its stages as they are.  A run of the file
-    ``exp`` carries over (an earlier protocol's), of a row it names: only when its own stopping
-    rule ended it before
-    its cap (``--max-update``) and ``exp``'s cap is no lower, its stages read with that file's run
-    folder as ``exp``'s and its cap as ``exp``'s.  Such a run is the run the larger cap would
-    give: inverse square root does not depend on the cap, and a training its rule ended never
-    reached it (docs/leaderboard.md, version 3;
-    ``tests/test_fairseq_features.py::test_a_longer_budget_resumed_is_the_unbroken_longer_run``)."""
+    ``exp`` carries over (``carried_at``): its stages read with that file's run folder as
+    ``exp``'s and its cap as ``exp``'s."""
     if record.experiment == exp.name:
         return record.stages
-    trained, here = record.train_commands(), next((s.commands[-1] for s in chain if s.name == "train"), None)
-    if exp.carries is None or record.model not in exp.carries.rows or record.experiment != carried(exp).name:
-        return None
-    if not trained or here is None:
-        return None
-    old_cap, new_cap = flag_value(trained[-1], "--max-update"), flag_value(here, "--max-update")
-    if old_cap is None or new_cap is None or int(new_cap) < int(old_cap) or record.last_update >= int(old_cap):
-        return None
-    top = peak(record, stopping_rule(trained[-1]))
-    if top is None or top.stopped is None:  # not ended by its rule: the larger cap would train on
+    here = next((s.commands[-1] for s in chain if s.name == "train"), None)
+    new_cap = flag_value(here, "--max-update") if here is not None else None
+    if not carried_at(exp, record, new_cap):
         return None
 
     def moved(argv: List[str], train: bool) -> List[str]:
@@ -98,6 +110,33 @@ def stages_here(exp: Experiment, record: RunRecord, chain: List[Stage]) -> Optio
         name: {**stamp, "commands": [moved(a, name == "train") for a in stamp["commands"]]}
         for name, stamp in record.stages.items()
     }
+
+
+def kept_record(exp: Experiment, model: Model, seed: int) -> Optional[RunRecord]:
+    """The committed record of (model, seed) as a run of ``exp``, read without ``work/``: its own,
+    else the carried file's where that is ``exp``'s run (``carried_at``), else None.  What the
+    pages read (``readme``); the runner restores a run by its commands (``restore_run``)."""
+    own = committed_runs(exp) / model.name / f"seed{seed}" / FILE
+    if own.is_file():
+        return RunRecord.load(own)
+    if exp.carries is None or model.name not in exp.carries.rows:
+        return None
+    theirs = kept_runs(carried(exp)) / model.name / f"seed{seed}" / FILE
+    if not theirs.is_file():
+        return None
+    record = RunRecord.load(theirs)
+    return record if carried_at(exp, record, flag_value(train_flags(exp, model), "--max-update")) else None
+
+
+def kept_records(exp: Experiment) -> Dict[str, List[RunRecord]]:
+    """model -> the committed records of its seeds (``kept_record``), in the order the file lists
+    them; the models with none left out."""
+    out = {}
+    for m in exp.models.values():
+        found = [r for seed in m.seeds if (r := kept_record(exp, m, seed)) is not None]
+        if found:
+            out[m.name] = found
+    return out
 
 
 def restore_run(exp: Experiment, model: Model, seed: int, chain: List[Stage], copy: bool = True) -> bool:

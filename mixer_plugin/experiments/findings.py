@@ -12,7 +12,6 @@ The blocks are registered in ``readme.BLOCKS``, which renders and checks them wi
 page's; ``figures`` checks that the text around them quotes no figure.
 """
 
-import json
 from pathlib import Path
 from typing import List, Sequence
 
@@ -20,7 +19,7 @@ from ..paths import CHECKOUT, RESULTS
 from .collect import PRIMARY
 from .compare import report
 from .record import FILE, RunRecord
-from .verdicts import VERDICTS
+from .verdicts import VERDICTS, kept_verdicts
 
 FINDINGS = ".findings.md"  # experiments/<name>.findings.md, beside experiments/<name>.yaml
 
@@ -33,7 +32,9 @@ def pages() -> List[Path]:
 def claims_table(name: str) -> str:
     """Each paper claim a campaign's report judged (``results/<name>/claims.json``): the verdict,
     the gap between the seed means and the p of that gap's paired bootstrap, over how many seeds."""
-    kept = json.loads((RESULTS / name / VERDICTS).read_text(encoding="utf-8"))
+    kept = kept_verdicts(RESULTS / f"{name}.md")
+    if not kept:
+        raise SystemExit(f"findings: results/{name}/{VERDICTS} holds no judged claim yet")
     lines = ["| row | claim | verdict | Δ | p | seeds |", "|---|---|---|---:|---:|---|"]
     for row, judged in kept.items():
         for claim, v in judged.items():

@@ -20,48 +20,34 @@ change (``publish.refresh_pages``).
 
 import argparse
 import re
-import statistics
 import sys
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
 from ..files import atomic_path
 from ..paths import CHECKOUT, shown
-from . import figures, findings, layout
-from .archive import committed_runs, results_path
+from . import depth, figures, findings, layout
+from .archive import kept_records, results_path
 from .collect import PRIMARY, peak, selection
 from .figures import BLOCK
-from .record import FILE, RunRecord
 from .spec import Experiment
 from .spec_loader import load
-from .table import cap, peak_cells
+from .table import cap, mean_sd, peak_cells, waiting
 from .verdicts import claims_beside, kept_verdicts, moved
 
 README = CHECKOUT / "README.md"
-# the pages with generated blocks: the landing page, the protocol page that keeps the table of the
-# leaderboard's first version beside the README's, the picture of the layers (``layout``) and the
-# campaigns' findings (``findings``)
-PAGES = (README, CHECKOUT / "docs" / "leaderboard.md", CHECKOUT / "docs" / "layers.md", *findings.pages())
+# the pages with generated blocks: the landing page, the protocol page that keeps the tables of the
+# leaderboard's earlier versions, the picture of the layers (``layout``), the campaigns' findings
+# (``findings``) and the README's figure of version 3's depths, an SVG whose whole is one block (``depth``)
+PAGES = (
+    README,
+    CHECKOUT / "docs" / "leaderboard.md",
+    CHECKOUT / "docs" / "layers.md",
+    *findings.pages(),
+    depth.FIGURE,
+)
 # the pages ``figures`` reads for figures typed by hand: every page a reader is sent to
 FIGURE_PAGES = (README, *sorted((CHECKOUT / "docs").glob("*.md")), *findings.pages())
-
-
-def records(exp: Experiment) -> Dict[str, List[RunRecord]]:
-    """model -> the committed records of its seeds, in the order the file lists them."""
-    runs = committed_runs(exp)
-    out = {}
-    for m in exp.models.values():
-        found = [RunRecord.load(p) for seed in m.seeds if (p := runs / m.name / f"seed{seed}" / FILE).is_file()]
-        if found:
-            out[m.name] = found
-    return out
-
-
-def mean_sd(values: List[float], digits: int = 2) -> str:
-    """One seed: its score; several: mean ± sample standard deviation."""
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def score_table(name: str, metrics: Dict[str, str]) -> str:
@@ -80,7 +66,7 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
         head += ["peak update", f"valid {PRIMARY.get(until_best.metric, until_best.metric)} at peak"]
     head += list(metrics.values()) + ([] if until_best else ["valid loss"])
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    done = records(exp)
+    done = kept_records(exp)
     for model, recs in done.items():
         m = exp.models[model]
         if m.decode_of:
@@ -94,14 +80,9 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
         if not until_best:
             cells.append(mean_sd([r.valid[-1]["loss"] for r in recs if r.valid], digits=3))
         lines.append("| " + " | ".join(cells) + " |")
-    waiting = []
-    for m in exp.models.values():
-        left = m.seeds[len(done.get(m.name, [])) :]  # records come in the file's seed order
-        if left and not m.decode_of:
-            seeds = f" (seed{'s' if len(left) > 1 else ''} {', '.join(map(str, left))})"
-            waiting.append(f"`{m.name}`" + (seeds if len(m.seeds) > 1 else ""))
-    if waiting:  # a campaign under way: the rows to come, so a short table is not read as the whole
-        lines += ["", f"Not finished yet: {', '.join(waiting)}."]
+    left = waiting(exp, done)
+    if left:  # a campaign under way: the rows to come, so a short table is not read as the whole
+        lines += ["", f"Not finished yet: {', '.join(left)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -126,7 +107,7 @@ def verdicts_moved(exp: Experiment) -> str:
 
 
 def quickstart() -> str:
-    [record] = records(load(CHECKOUT / "experiments" / "quickstart.yaml"))["multinn"]
+    [record] = kept_records(load(CHECKOUT / "experiments" / "quickstart.yaml"))["multinn"]
     s = record.scores
     return (
         f"**{s['bleu']:.2f} BLEU / {s['chrf']:.2f} chrF** after {record.last_update:,} updates "
@@ -140,6 +121,9 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
     "leaderboard_converged": lambda: score_table("leaderboard_converged", {"bleu": "BLEU", "chrf": "chrF"}),
     "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
+    # version 3: its two depths side by side, and the figure of each row's gap at both (``depth``)
+    "leaderboard_v3_depths": depth.side_by_side,
+    "gap_by_depth": depth.figure,
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
     # the campaigns' findings pages (``findings``)
@@ -150,7 +134,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     ),
     **{
         f"{name}_claims": (lambda name=name: findings.claims_table(name))
-        for name in ("leaderboard", "leaderboard_long", "leaderboard_sum", "leaderboard_converged")
+        for name in ("leaderboard", "leaderboard_long", "leaderboard_sum", "leaderboard_converged", "leaderboard_v3")
     },
 }
 

@@ -143,7 +143,9 @@ def markdown(
     )
     if s.with_claims:
         notes.append(
-            f"- the paper's claims, on {PRIMARY[claim_metric(first)]}: the gap between the two rows' means (a "
+            "- the paper's claims"
+            + (f", judged at {exp.setting} and holding there only" if exp.setting else "")
+            + f", on {PRIMARY[claim_metric(first)]}: the gap between the two rows' means (a "
             f"one-seed row: its score) is significant when its paired bootstrap (every seed of both rows) gives "
             f"p < {claims.ALPHA} and, where either row has several seeds, the gap exceeds the larger seed "
             "standard deviation"

@@ -60,6 +60,18 @@ class Carries:
 
 
 @dataclass(frozen=True)
+class Beside:
+    """The experiment file (``path``, relative to this one) that this one is read beside: the
+    same protocol one setting apart (version 3's 6+6 table beside its 2+2 one).  Each row of
+    this file stands beside the row of the same name there, or the one ``rows`` names for it
+    (this row -> that row) where the two files name one question differently.  Only the pages
+    read it (``depth``); no run depends on it."""
+
+    path: Path
+    rows: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Generate:
     subset: str = "test"
     average_last: int = 1  # checkpoints averaged before decoding (1: checkpoint_<checkpoint>.pt)
@@ -133,6 +145,9 @@ class Experiment:
     choose: List[str] = field(default_factory=list)
     cluster: Cluster = field(default_factory=Cluster)
     carries: Optional["Carries"] = None
+    beside: Optional["Beside"] = None
+    # what the file's verdicts hold for, said with each ("2+2 layers, d=256, 105k pairs"); "" unsaid
+    setting: str = ""
 
     @property
     def datasets(self) -> List[str]:

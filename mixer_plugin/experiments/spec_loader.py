@@ -4,6 +4,7 @@ data, for how long, with which seeds, scored how.  One YAML file per experiment
 
     name: quickstart                  # work/<name>/; results/<name>.md unless results: says otherwise
     title: Transformer vs multiNN on the bundled Debian EN-DE corpus
+    setting: 2+2 layers, d=256, 105k pairs   # what its verdicts hold for, said beside them (optional)
     data: debian_en_de                # a data recipe (mixer-prepare --list)
     prepare: --vocab 8000             # more arguments for it (optional)
     task: --truncate-source           # task flags that training and decoding both need (optional)
@@ -41,6 +42,10 @@ worse than, about equal to another model of the file), which the results mark
 confirmed, refuted or inconclusive (``claims.verdict``).  Flags are a string
 (split as a shell would) or a list.  ``kind: classification`` trains
 ``--task sentence_prediction`` models and scores test accuracy with fairseq-validate.
+``carries: {from: FILE, rows: [ROW, ...]}`` counts FILE's finished runs of those rows as this
+file's where they are the same run with a larger cap (``archive.carried_at``);
+``beside: {from: FILE, rows: {ROW: THEIR_ROW}}`` names the file this one is read beside, one
+setting apart, each row beside its namesake there or the row ``rows`` names (``depth``).
 ``choose: [a, b, c]`` names models decoded on a validation subset, in order of added
 regularisation: the results file applies the recipe rule (``claims.choose_in_order``) to them.
 Every unknown key is an error that names the file and the key.
@@ -56,7 +61,7 @@ import yaml
 
 from .executors import FLAGS, checked
 from .paper_refs import paper_figures
-from .spec import KINDS, METRICS, Carries, Claim, Cluster, Experiment, ExperimentError, Generate, Model, Score
+from .spec import KINDS, METRICS, Beside, Carries, Claim, Cluster, Experiment, ExperimentError, Generate, Model, Score
 
 
 def flag_list(value: Any, where: str) -> List[str]:
@@ -128,6 +133,8 @@ TOP = {
     "choose",
     "cluster",
     "carries",
+    "beside",
+    "setting",
 }
 SPEED = {"train": "mixer-bench train", "decode": "mixer-bench decode --experiment"}  # what writes each JSON
 MODEL = {
@@ -227,6 +234,23 @@ def _carries(raw: Any, path: Path, models: Dict[str, Model], where: str) -> Opti
     return Carries(Path(other), rows)
 
 
+def _beside(raw: Any, path: Path, models: Dict[str, Model], where: str) -> Optional[Beside]:
+    """``beside: {from: FILE, rows: {ROW: THEIR_ROW, ...}}``: an experiment file beside this one,
+    and the rows of this one that stand beside a row of another name there."""
+    if raw is None:
+        return None
+    _check_keys(raw, {"from", "rows"}, where)
+    other, rows = raw.get("from"), raw.get("rows") or {}
+    if not isinstance(other, str) or not (path.parent / other).is_file():
+        raise ExperimentError(f"{where}.from: no experiment file {other!r} beside this one")
+    if not isinstance(rows, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in rows.items()):
+        raise ExperimentError(f"{where}.rows: a mapping of this file's rows to that file's")
+    unknown = [r for r in rows if r not in models]
+    if unknown:
+        raise ExperimentError(f"{where}.rows: no model {unknown[0]!r} in this file")
+    return Beside(Path(other), dict(rows))
+
+
 def load(path: Union[str, Path]) -> Experiment:
     path = Path(path)
     if not path.is_file():
@@ -324,6 +348,7 @@ def from_mapping(raw: Any, path: Path) -> Experiment:
     cluster = checked(replace(Cluster(), **cluster), lambda key: where(f"cluster.{key}"))
     results = raw.get("results")
     carries = _carries(raw.get("carries"), path, models, where("carries"))
+    beside = _beside(raw.get("beside"), path, models, where("beside"))
     return Experiment(
         name=str(raw["name"]),
         path=path,
@@ -341,4 +366,6 @@ def from_mapping(raw: Any, path: Path) -> Experiment:
         choose=choose,
         cluster=cluster,
         carries=carries,
+        beside=beside,
+        setting=str(raw.get("setting", "")),
     )

@@ -130,6 +130,25 @@ def distinct_cell(r: ModelResult) -> str:
     return f"{r.distinct[0][0]:,} of {r.distinct[0][1]:,}" if r.distinct else "–"
 
 
+def mean_sd(values: List[float], digits: int = 2) -> str:
+    """One seed: its score; several: mean ± sample standard deviation."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def waiting(exp: Experiment, done: Dict[str, List[RunRecord]]) -> List[str]:
+    """The rows of ``exp`` with seeds not finished (``done``: model -> its finished seeds'
+    records, in the file's seed order), each with those seeds where it has several."""
+    out = []
+    for m in exp.models.values():
+        left = m.seeds[len(done.get(m.name, [])) :]
+        if left and not m.decode_of:
+            seeds = f" (seed{'s' if len(left) > 1 else ''} {', '.join(map(str, left))})"
+            out.append(f"`{m.name}`" + (seeds if len(m.seeds) > 1 else ""))
+    return out
+
+
 def fmt_score(r: ModelResult, key: str) -> str:
     st = seed_stats(r, key)
     if st is None:
