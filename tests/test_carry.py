@@ -99,17 +99,26 @@ def test_a_run_that_is_not_the_same_run_is_not_carried(v3, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "carries,says",
+    "key,value,says",
     [
-        ({"from": "nope.yaml", "rows": ["a"]}, "carries.from: no experiment file 'nope.yaml' beside this one"),
-        ({"from": "x.yaml", "rows": ["b"]}, "carries.rows: no model 'b' in this file"),
-        ({"from": "x.yaml", "rows": []}, "carries.rows: a list of this file's rows"),
-        ({"from": "x.yaml", "row": ["a"]}, "carries: unknown key 'row'"),
+        (
+            "carries",
+            {"from": "nope.yaml", "rows": ["a"]},
+            "carries.from: no experiment file 'nope.yaml' beside this one",
+        ),
+        ("carries", {"from": "x.yaml", "rows": ["b"]}, "carries.rows: no model 'b' in this file"),
+        ("carries", {"from": "x.yaml", "rows": []}, "carries.rows: a list of this file's rows"),
+        ("carries", {"from": "x.yaml", "row": ["a"]}, "carries: unknown key 'row'"),
+        ("beside", {"from": "nope.yaml"}, "beside.from: no experiment file 'nope.yaml' beside this one"),
+        ("beside", {"from": "x.yaml", "rows": {"b": "a"}}, "beside.rows: no model 'b' in this file"),
+        ("beside", {"from": "x.yaml", "rows": ["a"]}, "beside.rows: a mapping of this file's rows to that file's"),
+        ("beside", {"from": "x.yaml", "row": {}}, "beside: unknown key 'row'"),
     ],
 )
-def test_carries_names_an_experiment_file_beside_it_and_rows_of_this_one(tmp_path, carries, says):
+def test_a_file_named_beside_this_one_and_rows_of_this_one(tmp_path, key, value, says):
+    """``carries:`` and ``beside:`` (``depth``) name an experiment file beside this one and rows of this one."""
     (tmp_path / "x.yaml").write_text("name: x\n")
-    raw = {"name": "x", "data": "debian_en_de", "models": {"a": {"arch": "mixer_small_attn"}}, "carries": carries}
+    raw = {"name": "x", "data": "debian_en_de", "models": {"a": {"arch": "mixer_small_attn"}}, key: value}
     with pytest.raises(ExperimentError) as e:
         from_mapping(raw, tmp_path / "x.yaml")
     assert says in str(e.value) and "\n" not in str(e.value)

@@ -9,8 +9,7 @@ import yaml
 
 from mixer_plugin.experiments import depth
 from mixer_plugin.experiments.record import FILE, RunRecord
-from mixer_plugin.experiments.spec import ExperimentError
-from mixer_plugin.experiments.spec_loader import from_mapping, load
+from mixer_plugin.experiments.spec_loader import load
 from mixer_plugin.experiments.verdicts import claim_metric, kept_verdicts
 from mixer_plugin.paths import CHECKOUT
 
@@ -118,23 +117,6 @@ def test_the_table_shows_both_settings_and_a_verdict_only_as_its_report_kept_it(
     assert "| `b` |  | – | no claim |  |  |" in lines  # no row at 6+6: blank
     assert "| `b2` · `c` |  | – | no claim | – | no claim |" in lines
     assert "Not finished yet at 6+6 layers, toy: `base`, `c`." in lines[-1]
-
-
-@pytest.mark.parametrize(
-    "beside,says",
-    [
-        ({"from": "nope.yaml"}, "beside.from: no experiment file 'nope.yaml' beside this one"),
-        ({"from": "x.yaml", "rows": {"b": "a"}}, "beside.rows: no model 'b' in this file"),
-        ({"from": "x.yaml", "rows": ["a"]}, "beside.rows: a mapping of this file's rows to that file's"),
-        ({"from": "x.yaml", "row": {}}, "beside: unknown key 'row'"),
-    ],
-)
-def test_beside_names_an_experiment_file_beside_it_and_rows_of_this_one(tmp_path, beside, says):
-    (tmp_path / "x.yaml").write_text("name: x\n")
-    raw = {"name": "x", "data": "debian_en_de", "models": {"a": {"arch": "mixer_small_attn"}}, "beside": beside}
-    with pytest.raises(ExperimentError) as e:
-        from_mapping(raw, tmp_path / "x.yaml")
-    assert says in str(e.value) and "\n" not in str(e.value)
 
 
 def test_a_partner_the_other_file_does_not_have_is_one_line_naming_it(tmp_path):

@@ -125,7 +125,9 @@ def side_by_side(deep_path: Path = DEEP) -> str:
         cells = [f"`{label(x, y)}`".replace(" · ", "` · `"), claims]
         cells += [score_cell(x), verdict_cells(x), score_cell(y), verdict_cells(y)]
         lines.append("| " + " | ".join(cells) + " |")
-    below = ["Blank: not a row of that table.", *(line for line in map(waiting_line, (a, b)) if line)]
+    finished = [{s.model.name: len(s.scores) for s in side if s.model is not None} for side in zip(*rows)]
+    below = ["Blank: not a row of that table."]
+    below += [line for line in map(waiting_line, (a, b), finished) if line]
     return "\n".join([*lines, "", " ".join(below)]) + "\n"
 
 
@@ -134,8 +136,8 @@ def metric_name(m: Model) -> str:
     return PRIMARY.get(key, key)
 
 
-def waiting_line(exp: Experiment) -> str:
-    left = waiting(exp, kept_records(exp))
+def waiting_line(exp: Experiment, finished: Dict[str, int]) -> str:
+    left = waiting(exp, finished)
     return f"Not finished yet at {exp.setting or exp.name}: {', '.join(left)}." if left else ""
 
 

@@ -80,7 +80,7 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
         if not until_best:
             cells.append(mean_sd([r.valid[-1]["loss"] for r in recs if r.valid], digits=3))
         lines.append("| " + " | ".join(cells) + " |")
-    left = waiting(exp, done)
+    left = waiting(exp, {name: len(recs) for name, recs in done.items()})
     if left:  # a campaign under way: the rows to come, so a short table is not read as the whole
         lines += ["", f"Not finished yet: {', '.join(left)}."]
     return "\n".join(lines) + "\n"

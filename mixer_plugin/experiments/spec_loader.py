@@ -218,20 +218,31 @@ def row_from(path: Path, other: str, name: str, where: str) -> Dict[str, Any]:
     return {k: v for k, v in (models[name] or {}).items() if k in ROW}
 
 
+def _file_beside(raw: Any, path: Path, where: str) -> Any:
+    """What ``carries:`` and ``beside:`` share, ``{from: FILE, rows: ...}`` with FILE an experiment
+    file beside this one: checked, and its ``rows`` returned for the caller's own checks."""
+    _check_keys(raw, {"from", "rows"}, where)
+    other = raw.get("from")
+    if not isinstance(other, str) or not (path.parent / other).is_file():
+        raise ExperimentError(f"{where}.from: no experiment file {other!r} beside this one")
+    return raw.get("rows")
+
+
+def _own_rows(rows: Iterable[str], models: Dict[str, Model], where: str) -> None:
+    unknown = [r for r in rows if r not in models]
+    if unknown:
+        raise ExperimentError(f"{where}.rows: no model {unknown[0]!r} in this file")
+
+
 def _carries(raw: Any, path: Path, models: Dict[str, Model], where: str) -> Optional[Carries]:
     """``carries: {from: FILE, rows: [ROW, ...]}``: an experiment file beside this one, and rows of this one."""
     if raw is None:
         return None
-    _check_keys(raw, {"from", "rows"}, where)
-    other, rows = raw.get("from"), raw.get("rows")
-    if not isinstance(other, str) or not (path.parent / other).is_file():
-        raise ExperimentError(f"{where}.from: no experiment file {other!r} beside this one")
+    rows = _file_beside(raw, path, where)
     if not isinstance(rows, list) or not rows or not all(isinstance(r, str) for r in rows):
         raise ExperimentError(f"{where}.rows: a list of this file's rows")
-    unknown = [r for r in rows if r not in models]
-    if unknown:
-        raise ExperimentError(f"{where}.rows: no model {unknown[0]!r} in this file")
-    return Carries(Path(other), rows)
+    _own_rows(rows, models, where)
+    return Carries(Path(raw["from"]), rows)
 
 
 def _beside(raw: Any, path: Path, models: Dict[str, Model], where: str) -> Optional[Beside]:
@@ -239,16 +250,11 @@ def _beside(raw: Any, path: Path, models: Dict[str, Model], where: str) -> Optio
     and the rows of this one that stand beside a row of another name there."""
     if raw is None:
         return None
-    _check_keys(raw, {"from", "rows"}, where)
-    other, rows = raw.get("from"), raw.get("rows") or {}
-    if not isinstance(other, str) or not (path.parent / other).is_file():
-        raise ExperimentError(f"{where}.from: no experiment file {other!r} beside this one")
+    rows = _file_beside(raw, path, where) or {}
     if not isinstance(rows, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in rows.items()):
         raise ExperimentError(f"{where}.rows: a mapping of this file's rows to that file's")
-    unknown = [r for r in rows if r not in models]
-    if unknown:
-        raise ExperimentError(f"{where}.rows: no model {unknown[0]!r} in this file")
-    return Beside(Path(other), dict(rows))
+    _own_rows(rows, models, where)
+    return Beside(Path(raw["from"]), dict(rows))
 
 
 def load(path: Union[str, Path]) -> Experiment:

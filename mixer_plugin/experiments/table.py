@@ -137,12 +137,12 @@ def mean_sd(values: List[float], digits: int = 2) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def waiting(exp: Experiment, done: Dict[str, List[RunRecord]]) -> List[str]:
-    """The rows of ``exp`` with seeds not finished (``done``: model -> its finished seeds'
-    records, in the file's seed order), each with those seeds where it has several."""
+def waiting(exp: Experiment, finished: Dict[str, int]) -> List[str]:
+    """The rows of ``exp`` with seeds not finished (``finished``: model -> how many of its seeds
+    have, the first ones of the file's seed order), each with those seeds where it has several."""
     out = []
     for m in exp.models.values():
-        left = m.seeds[len(done.get(m.name, [])) :]
+        left = m.seeds[finished.get(m.name, 0) :]
         if left and not m.decode_of:
             seeds = f" (seed{'s' if len(left) > 1 else ''} {', '.join(map(str, left))})"
             out.append(f"`{m.name}`" + (seeds if len(m.seeds) > 1 else ""))
