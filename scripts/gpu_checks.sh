@@ -120,7 +120,10 @@ for part in "${PARTS[@]}"; do
       mkdir -p $WORKDIR/$precision && ln -sfn ../data $WORKDIR/$precision/data
       step 260 env PRECISION=$precision MIXER_WORK=$WORKDIR/$precision "$PY" -m mixer_plugin.experiments.runner \
         experiments/gpu_smoke.yaml --jobs 8 --threads 2
-      cp $WORKDIR/$precision/gpu_smoke/results.md "$OUT_DIR/gpu_smoke_$precision.md" 2>/dev/null || STATUS=1
+      # the page leaves its folder and the runs stay on the GPU machine: its link to them would lead nowhere
+      page=$WORKDIR/$precision/gpu_smoke/results.md
+      [ -f "$page" ] && sed 's#; each run.s record (scores.*#; its runs stayed on the GPU machine#' "$page" \
+        > "$OUT_DIR/gpu_smoke_$precision.md" || STATUS=1
     done
     ;;
   bench)

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from conftest import work_at
 
-from mixer_plugin.experiments import archive, stages
+from mixer_plugin.experiments import archive, report, stages
 from mixer_plugin.experiments.collect import ModelResult
 from mixer_plugin.experiments.record import FILE, RunRecord
 from mixer_plugin.experiments.spec import ExperimentError
@@ -133,3 +133,19 @@ def test_the_pages_read_a_carried_run_as_this_file_s(v3):
     theirs = archive.kept_runs(archive.carried(exp))
     for row, recs in kept.items():
         assert recs == [RunRecord.load(theirs / row / f"seed{r.seed}" / FILE) for r in recs]
+
+
+def test_the_page_links_the_folders_that_hold_its_records(v3):
+    """Version 3's page links version 2's runs folder while every run it reads is carried (its
+    own folder is not written yet: the link would lead nowhere), and both once one of its own is
+    kept; tests/test_links.py checks the committed page's link leads somewhere."""
+    exp, _, own = v3
+    model = exp.models["talking_heads"]
+    carried = [ModelResult(model, [], [archive.kept_record(exp, model, 1)])]
+    out = archive.results_path(exp)
+    assert report.kept_at(exp, [], out) == "no run's record is committed yet"
+    assert report.kept_at(exp, carried, out).endswith(": [`leaderboard_converged/runs/`](leaderboard_converged/runs/)")
+    own.mkdir()
+    links = report.kept_at(exp, carried, out)
+    assert links.count("](") == 2, links
+    assert "kept/`]" in links and "leaderboard_converged/runs/`]" in links

@@ -62,6 +62,16 @@ def keep_run_outputs(exp: Experiment, results: List[ModelResult]) -> None:
                     (tmp / KEPT_HYPS).write_bytes(lzma.compress(hyps.read_bytes()))
 
 
+def kept_folders(exp: Experiment, records: List[RunRecord]) -> List[Path]:
+    """The committed folders holding ``records``, runs of ``exp``: its own runs folder and, for
+    runs it carries over, the carried file's; a folder not written yet (every run so far carried)
+    is left out, so that a page's link to it leads somewhere."""
+    folders = [kept_runs(exp)]
+    if any(rec.experiment != exp.name for rec in records):
+        folders.append(kept_runs(carried(exp)))
+    return [f for f in folders if f.is_dir()]
+
+
 def carried(exp: Experiment) -> Optional[Experiment]:
     """The experiment whose finished runs ``exp`` carries over (its file's ``carries:``), if any."""
     return _load(exp.path.parent / exp.carries.path) if exp.carries is not None else None

@@ -24,7 +24,7 @@ from ..data.workspace import data_root
 from ..files import atomic_path
 from ..paths import shown
 from . import claims
-from .archive import keep_run_outputs, results_path
+from .archive import keep_run_outputs, kept_folders, results_path
 from .argv import placed_in, shell
 from .bootstraps import run_bootstraps
 from .collect import PRIMARY, ModelResult, collect, keys
@@ -195,10 +195,21 @@ def markdown(
     md += [
         "",
         f"{STAMP}{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `mixer-run {shown(exp.path)}`; "
-        f"each run's record (scores, curves, speeds, commands) and hypotheses: "
-        f"[`{out.with_suffix('').name}/runs/`]({out.with_suffix('').name}/runs/)",
+        + kept_at(exp, results, out),
     ]
     return "\n".join(md) + "\n"
+
+
+def kept_at(exp: Experiment, results: List[ModelResult], out: Path) -> str:
+    """Where the records the page reads are committed (``archive.kept_folders``), linked from the
+    page ``out``."""
+    records = [rec for r in results for rec in r.records]
+    links = [Path(os.path.relpath(f, out.parent)).as_posix() for f in kept_folders(exp, records)]
+    if not links:
+        return "no run's record is committed yet"
+    return "each run's record (scores, curves, speeds, commands) and hypotheses: " + ", ".join(
+        f"[`{link}/`]({link}/)" for link in links
+    )
 
 
 def commands(exp: Experiment, results: List[ModelResult]) -> List[str]:
