@@ -8,6 +8,7 @@ way a user runs the plugin.  The data is a small slice of the bundled EN-DE corp
 import json
 import lzma
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -78,6 +79,18 @@ def e2e_env(**extra):
     )
     env.update(extra)
     return env
+
+
+def python_on_path(folder: Path) -> Path:
+    """``folder/python``, a script that starts this very interpreter, environment and all, for
+    a child that finds ``python`` on the PATH (the row scripts).  Not a symlink: a virtual
+    environment's interpreter, linked from outside the environment's folder, finds no
+    ``pyvenv.cfg`` beside it and starts as the base Python, without the environment's packages."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "python"
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    script.chmod(0o755)
+    return script
 
 
 def e2e_describe(proc, argv):

@@ -4,13 +4,12 @@ replaced by functions that print their argv, gives the argv of the runner's stag
 NGPU and PRECISION; and the Debian row's script trains, decodes and scores at a tiny size."""
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import E2E_REPO, e2e_env, e2e_run, work_at
+from conftest import E2E_REPO, e2e_env, e2e_run, python_on_path, work_at
 
 from mixer_plugin.experiments import paper_rows
 from mixer_plugin.experiments.schedule import Runner
@@ -111,9 +110,7 @@ def test_the_debian_rows_script_end_to_end(corpus, tmp_path):
         [PYTHON, "-m", "mixer_plugin.experiments.paper_rows", "--script", "tiny.yaml"], cwd=tmp_path, env=env
     )
     (tmp_path / "tiny.sh").write_text(text.stdout)
-    bin_dir = tmp_path / "bin"  # `python` on the PATH: this interpreter
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(shutil.which(PYTHON) or PYTHON)
+    bin_dir = python_on_path(tmp_path / "bin").parent  # `python` on the PATH: this interpreter
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
     e2e_run(["bash", "tiny.sh"], cwd=tmp_path, env=env, timeout=900)
     run = tmp_path / "work" / "tiny_rows" / "transformer" / "seed1"
