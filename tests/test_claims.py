@@ -2,60 +2,164 @@
 a line of numbers.  How a verdict is shown in a results table is tested with the report
 (tests/test_experiments.py)."""
 
+import json
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from mixer_plugin.experiments.claims import (
+    ALPHA,
     EQUAL_MARGIN,
+    MIN_SEEDS,
+    SeedTest,
     choose_in_order,
     claim_metric,
     judge,
+    seed_test,
     seeds_margin,
+    task_of,
     verdict,
     wants_more_seeds,
 )
 
-VERDICTS = [  # relation, this row minus the other, p, seed spread -> verdict
-    (">", 1.5, 0.01, None, "confirmed"),
-    (">", -1.5, 0.01, None, "refuted"),
-    (">", 1.5, 0.2, None, "inconclusive"),
-    ("<", -0.8, 0.001, None, "confirmed"),
-    ("<", 0.8, 0.001, None, "refuted"),
-    (">", 0.4, 0.01, 0.6, "inconclusive"),  # significant on one seed, but within the seeds' spread
-    (">", 0.9, 0.01, 0.6, "confirmed"),
-    ("~", 0.3, 0.4, None, "confirmed"),
-    ("~", -1.2, 0.01, None, "refuted"),
-    ("~", 1.6, 0.08, None, "inconclusive"),  # not significant, but too far apart to call equal
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+VERDICTS = [  # relation, this row minus the other, p, p of equivalence -> verdict
+    (">", 1.5, 0.01, 1.0, "confirmed"),
+    (">", -1.5, 0.01, 1.0, "refuted"),
+    (">", 1.5, 0.2, 1.0, "inconclusive"),
+    ("<", -0.8, 0.001, 1.0, "confirmed"),
+    ("<", 0.8, 0.001, 1.0, "refuted"),
+    ("~", 0.1, 0.6, 0.01, "confirmed"),  # equivalent within the margin
+    ("~", 0.3, 0.4, 0.2, "inconclusive"),  # not different, and not shown equal: absence of evidence
+    ("~", -1.2, 0.01, 0.7, "refuted"),
+    ("~", 0.4, 0.01, 0.02, "confirmed"),  # different, but by less than the margin: equal as claimed
 ]
 
 
-@pytest.mark.parametrize("relation,delta,p,spread,expected", VERDICTS)
-def test_claim_verdicts(relation, delta, p, spread, expected):
-    assert verdict(relation, delta, p, spread) == expected
+@pytest.mark.parametrize("relation,delta,p,p_equal,expected", VERDICTS)
+def test_claim_verdicts(relation, delta, p, p_equal, expected):
+    assert verdict(relation, delta, SeedTest(delta, 0.3, 4.0, p, p_equal)) == expected
 
 
-def test_a_one_seed_row_is_judged_against_the_other_rows_mean_and_spread():
-    """The leaderboard's case (the first amendment): against the transformer's first seed
-    alone (26.34, the best of 25.82 and 25.67) a row at 25.72 read significantly worse (p
-    0.006); against the mean (25.94) and the seed spread (0.35) the gap is noise."""
-    j = judge(">", [25.72], [26.34, 25.82, 25.67], 0.006)
-    assert j.verdict == "inconclusive" and j.seeds == (1, 3)
-    assert j.delta == pytest.approx(-0.22, abs=0.005) and j.spread == pytest.approx(0.35, abs=0.005)
-    assert judge(">", [24.9], [26.34, 25.82, 25.67], 0.006).verdict == "refuted"
+def test_too_few_seeds_is_an_indication_and_another_task_no_claim():
+    """The first amendment's case: a row at 25.72 (one seed) against the transformer's three
+    (26.34, 25.82, 25.67).  One seed has no seed variance, so no test: an indication."""
+    j = judge(">", [25.72], [26.34, 25.82, 25.67], 0.2, 0.006)
+    assert j.verdict == "indication" and j.test is None and j.seeds == (1, 3)
+    assert j.delta == pytest.approx(-0.22, abs=0.005)
+    assert judge("<", [25.0, 25.1], [26.3, 26.2], 0.1, 0.001).verdict == "indication"  # two a side
+    assert judge("<", [25.0, 25.1, 25.2], [26.3, 26.2, 26.4], 0.1, 0.001).verdict == "confirmed"
+    assert judge(">", [25.0] * 3, [26.0] * 3, 0.1, 0.001, claimed=False).verdict == "not claimed"
 
 
-def test_the_rerun_floor_is_the_least_gap_that_counts():
-    """The second amendment: a gap within what a rerun of one command and seed moved (0.41
-    BLEU) is no evidence, whatever the bootstrap says; with one seed each, the floor alone."""
-    rows = ([25.45], [25.93, 25.82, 25.67], 0.01)
-    assert judge("<", *rows).verdict == "confirmed"  # -0.36, beyond the spread 0.13
-    assert judge("<", *rows, floor=0.41).verdict == "inconclusive"
-    assert judge("<", [25.45], [26.0], 0.01, floor=0.41).verdict == "confirmed"  # -0.55
-    assert judge("<", [25.45], [26.0], 0.01).spread is None
+def test_the_claims_task():
+    assert task_of(["bleu", "chrf"]) == "translation"
+    assert task_of(["rouge", "bleu"]) == "summarization"
+    assert task_of(["accuracy"]) == "classification"
 
 
-def test_equal_means_within_the_margin():
-    assert judge("~", [26.0, 26.2], [26.1 + EQUAL_MARGIN - 0.1], 0.3).verdict == "confirmed"
-    assert judge("~", [26.0, 26.2], [26.1 + EQUAL_MARGIN + 0.1], 0.3).verdict == "inconclusive"
+def test_the_seed_test_is_welchs_t_and_the_sentences_widen_it():
+    """With no sentence variance, seed_test is scipy's Welch t-test, p for p; the sentences'
+    variance adds to the seeds' and can only raise p."""
+    from scipy import stats
+
+    mine, theirs = [32.80, 32.39, 32.10], [32.50, 33.15, 33.22]  # version 2: interacting, transformer
+    t = seed_test(mine, theirs, 0.0)
+    assert t.p == pytest.approx(stats.ttest_ind(mine, theirs, equal_var=False).pvalue, rel=1e-9)
+    assert seed_test(mine, theirs, 0.2).p > t.p
+    assert t.delta == pytest.approx(statistics.mean(mine) - statistics.mean(theirs))
+
+
+def test_equivalence_is_two_one_sided_tests():
+    """p_equal is the larger of the two one-sided t-tests against ±margin: below ALPHA exactly
+    when the (1 - 2 ALPHA) interval of the gap lies inside the margin."""
+    from scipy import stats
+
+    for mine in ([26.0, 26.1, 26.2], [26.5, 26.9, 26.2], [25.0, 25.4, 25.2]):
+        theirs = [26.1, 26.3, 26.0]
+        t = seed_test(mine, theirs, 0.1)
+        half = stats.t.ppf(1 - ALPHA, t.df) * t.se
+        inside = -EQUAL_MARGIN < t.delta - half and t.delta + half < EQUAL_MARGIN
+        assert (t.p_equal < ALPHA) == inside
+
+
+def simulated(rng, gap, seed_sd, sentence_sd, n=MIN_SEEDS):
+    """Two rows' seed scores on one test set: each seed draws its own luck, and the test set
+    draws one shared shift of the gap (what resampling its sentences estimates)."""
+    mine = 30 + gap + rng.normal(0, seed_sd, n) + rng.normal(0, sentence_sd)
+    return list(mine), list(30 + rng.normal(0, seed_sd, n))
+
+
+def seeds_resampled_p(rng, mine, theirs, sentence_sd, samples=1000):
+    """The test not chosen: a bootstrap that resamples each row's seeds and adds the sentences'
+    noise, its p the share of null-shifted resampled gaps beyond the gap."""
+    a, b = np.asarray(mine), np.asarray(theirs)
+    resampled = (
+        a[rng.integers(0, len(a), (samples, len(a)))].mean(1)
+        - b[rng.integers(0, len(b), (samples, len(b)))].mean(1)
+        + rng.normal(0, sentence_sd, samples)
+    )
+    delta = a.mean() - b.mean()
+    return (np.sum(np.abs(resampled - resampled.mean()) >= abs(delta)) + 1) / (samples + 1)
+
+
+def test_two_trainings_of_one_model_are_not_called_different():
+    """Runs of one model that differ only in their seed, three a side: the old test over the
+    sentences alone calls them different in a large share of comparisons, a bootstrap that
+    resamples the seeds too in about twice its level, and seed_test at its level, ALPHA.  Seed
+    spread 0.40 and sentence spread 0.2 BLEU, as in version 2's transformer."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    runs = [simulated(rng, 0.0, 0.40, 0.2) for _ in range(2000)]
+    seeds_counted = np.mean([seed_test(a, b, 0.2).p < ALPHA for a, b in runs])
+    sentences_only = np.mean([2 * stats.norm.sf(abs(np.mean(a) - np.mean(b)) / 0.2) < ALPHA for a, b in runs])
+    resampled = np.mean([seeds_resampled_p(rng, a, b, 0.2) < ALPHA for a, b in runs])
+    assert 0.03 < seeds_counted < 0.07, seeds_counted
+    assert resampled > 1.6 * ALPHA, resampled
+    assert sentences_only > 0.2, sentences_only
+
+
+def test_the_committed_seeds_of_one_model_are_not_called_different():
+    """Every baseline with several committed seeds: one seed against another is never a
+    verdict (one seed a side), and its three seeds against themselves shifted by nothing
+    give p 1."""
+    checked = 0
+    for name in ("leaderboard", "leaderboard_converged", "leaderboard_sum"):
+        runs = sorted((RESULTS / name / "runs" / "transformer").glob("seed*/run.json"))
+        scores = [
+            json.loads(r.read_text())["scores"][claim_metric(["rouge"] if "sum" in name else ["bleu"])] for r in runs
+        ]
+        assert len(scores) >= MIN_SEEDS, name
+        for i in range(len(scores)):
+            for j in range(len(scores)):
+                if i != j:
+                    assert judge(">", [scores[i]], [scores[j]], 0.2, 0.001).verdict == "indication"
+        assert seed_test(scores, scores, 0.2).p == 1.0
+        checked += 1
+    assert checked == 3
+
+
+def test_a_planted_gap_the_size_of_the_smallest_decided_one_is_found():
+    """Version 2's transformer seeds (test BLEU from the committed records), and the same three
+    runs moved down by the smallest gap between two rows of three seeds that the rule decides
+    there (transformer_prenorm, the seeds' means from the records): found at ALPHA."""
+
+    def bleu(row):
+        runs = sorted((RESULTS / "leaderboard_converged" / "runs" / row).glob("seed*/run.json"))
+        return [json.loads(r.read_text())["scores"]["bleu"] for r in runs]
+
+    base, other = bleu("transformer"), bleu("transformer_prenorm")
+    gap = statistics.mean(base) - statistics.mean(other)
+    assert len(base) == len(other) == 3 and gap > 1.0
+    t = seed_test([s - gap for s in base], base, 0.2)
+    assert t.p < ALPHA and math.isclose(t.delta, -gap)
+    assert verdict("<", t.delta, t) == "confirmed"
 
 
 def test_the_claim_metric():
@@ -66,9 +170,9 @@ def test_the_claim_metric():
 
 def test_bad_input_is_an_error():
     with pytest.raises(ValueError, match="relation"):
-        verdict("=", 1.0, 0.01)
+        verdict("=", 1.0, None)
     with pytest.raises(ValueError, match="a score of each row"):
-        judge(">", [], [26.0], 0.01)
+        judge(">", [], [26.0], 0.2, 0.01)
 
 
 @pytest.mark.parametrize(

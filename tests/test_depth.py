@@ -58,7 +58,7 @@ def experiment_files(tmp_path, deep_extra=None):
         "name": "shallow",
         "setting": "2+2 layers, toy",
         "results": str(tmp_path / "shallow.md"),
-        "models": {"base": model, "a": {**model, "claims": ["> base"]}, "b": model, "b2": model},
+        "models": {"base": model, "a": {**model, "claims": ["> base on translation"]}, "b": model, "b2": model},
         **common,
     }
     deep = {
@@ -66,7 +66,7 @@ def experiment_files(tmp_path, deep_extra=None):
         "setting": "6+6 layers, toy",
         "results": str(tmp_path / "deep.md"),
         "beside": {"from": "shallow.yaml", "rows": {"c": "b2"}},
-        "models": {"base": model, "a": {**model, "claims": ["> base"]}, "c": model},
+        "models": {"base": model, "a": {**model, "claims": ["> base on translation"]}, "c": model},
         **common,
         **(deep_extra or {}),
     }
@@ -108,12 +108,12 @@ def test_the_table_shows_both_settings_and_a_verdict_only_as_its_report_kept_it(
     deep_path = experiment_files(tmp_path)
     for exp, row, bleu in [("shallow", "base", 30.0), ("shallow", "a", 28.5), ("deep", "a", 29.0)]:
         finish(tmp_path, exp, row, bleu)
-    kept = {"a": {"> base": {"metric": "bleu", "verdict": "refuted", "delta": -1.5, "p": 0.001, "seeds": [1, 1]}}}
+    kept = {"a": {"> base": {"metric": "bleu", "verdict": "refuted", "delta": -1.5, "p": 0.001, "seeds": [3, 3]}}}
     (tmp_path / "shallow" / "claims.json").write_text(json.dumps(kept))
     table = depth.side_by_side(deep_path)
     lines = table.splitlines()
     assert lines[0] == "| row | the paper's claim | 2+2 layers, toy: BLEU | verdict | 6+6 layers, toy: BLEU | verdict |"
-    assert "| `a` | > base | 28.50 | refuted (BLEU -1.50, p 0.001) | 29.00 | – |" in lines
+    assert "| `a` | > base | 28.50 | **refuted** (BLEU -1.50, p 0.001; 3 and 3 seeds) | 29.00 | – |" in lines
     assert "| `b` |  | – | no claim |  |  |" in lines  # no row at 6+6: blank
     assert "| `b2` · `c` |  | – | no claim | – | no claim |" in lines
     assert "Not finished yet at 6+6 layers, toy: `base`, `c`." in lines[-1]

@@ -172,6 +172,24 @@ def test_masked_keys_are_never_sampled_even_with_dropout(role):
     assert hits[allowed].sum() > 0 and hits[~allowed].sum() == 0
 
 
+def test_attention_dropout_drops_keys_from_the_draws():
+    """--attention-dropout reaches hard retrieval's sampling: some allowed keys are dropped, and a
+    dropped key is never drawn.  (The registry battery's training comparison cannot show it for
+    this mixer: a dropout mask shifts the RNG, so the draws differ even with the mask thrown away.)"""
+    torch.manual_seed(7)
+    m = make_mixer(Case("hard", Role.ENCODER_SELF), dropout=0.5).train()
+    B, T, S = 32, 8, 8
+    dropped_any = 0
+    for _ in range(10):
+        scores = torch.zeros(B, m.num_heads, T, S, dtype=torch.float64)  # every key equally likely
+        index, probs, empty = m.sample(scores, None, 0)
+        dropped = probs.detach() == 0  # (B, H, T, S)
+        chosen = F.one_hot(index, S).bool()
+        assert not (chosen & dropped & ~empty.unsqueeze(-1)).any(), "a dropped key was drawn"
+        dropped_any += int(dropped.sum())
+    assert dropped_any > 0.4 * 10 * B * m.num_heads * T * S  # about half the keys, at rate 0.5
+
+
 @pytest.mark.parametrize("role", ROLES, ids=[r.value for r in ROLES])
 def test_training_forward_masks_padding_and_the_future(role):
     """Through forward(): the sampler is handed exactly the padding (at offset 0),

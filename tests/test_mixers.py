@@ -413,6 +413,10 @@ def test_attention_dropout_acts_in_training_only(case):
     in training it changes the output, in evaluation it changes nothing."""
     plain, dropped = make_mixer(case), make_mixer(case, dropout=0.3)
     assert torch.equal(forward_seeded(dropped.eval(), case), forward_seeded(plain.eval(), case))
+    if samples_in_training(case):
+        # a mask shifts the RNG its draws use, so its training forward differs with the mask thrown
+        # away too: tests/test_hard.py::test_attention_dropout_drops_keys_from_the_draws instead
+        return
     assert not torch.allclose(forward_seeded(dropped.train(), case), forward_seeded(plain.train(), case))
 
 

@@ -81,7 +81,8 @@ def pooled(r: ModelResult, other: ModelResult) -> Tuple[dict, str]:
     argv = [str(mine[0]), str(ref), "--metrics", key] + (["--seed-hyps", *map(str, mine[1:])] if mine[1:] else [])
     argv += ["--baseline", str(theirs[0])] + (["--baseline-seed-hyps", *map(str, theirs[1:])] if theirs[1:] else [])
     argv += ["--pooled"]
-    if not cache_holds(cached, lambda rec: all(rec.get(k) == v for k, v in names.items()), mine + theirs):
+    same = lambda rec: "sentence_sd" in rec and all(rec.get(k) == v for k, v in names.items())  # noqa: E731
+    if not cache_holds(cached, same, mine + theirs):
         rec = pooled_bootstrap(
             [scoring.read_lines(h, "hypothesis") for h in mine],
             [scoring.read_lines(h, "baseline") for h in theirs],

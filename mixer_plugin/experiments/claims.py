@@ -1,45 +1,52 @@
-"""The rule that marks a paper's claim confirmed, refuted or inconclusive: pure functions
-over scores and p-values, nothing read or written.
+"""The rule that judges a paper's claim: pure functions over scores, nothing read or written.
 
-The protocol (docs/leaderboard.md, "Claims"), fixed before the runs:
+The protocol (docs/leaderboard.md, "Claims"; this rule since 2026-12-07, issue 94):
 
-Each row carries the paper's claims for it as orderings against another row: better than
-(``>``), worse than (``<``) or about equal to (``~``).  Each is judged on one metric
-(:func:`claim_metric`: ROUGE-L where the experiment scores ROUGE, else BLEU, else its first
-metric), from one comparison of the two rows over all their seeds: the gap between their
-means and the p of that gap (``mixer_plugin/scoring/significance.py``: a paired bootstrap over the
-test sentences, every seed of both rows in each resample).  Until 2026-12-05 p came from the
-rows' first seeds alone while the gap was the means', so the two could describe different
-comparisons (docs/leaderboard.md, amendment 7); :func:`seed_signs` shows the seed pairs
-beside them.
+Each row carries the paper's claims for it as orderings against another row on the paper's
+task: better than (``>``), worse than (``<``) or about equal to (``~``), ``on`` translation,
+summarization or classification.  Each is judged on one metric (:func:`claim_metric`: ROUGE-L
+where the experiment scores ROUGE, else BLEU, else its first metric), from one comparison of
+the two rows over all their seeds: the gap between their seed means, and :func:`seed_test`.
 
-* The gap is the difference of the two rows' means over their seeds (a row of one seed: its
-  score).
-* It is *significant* when p < ``ALPHA`` and the gap exceeds the larger of the two rows' seed
-  standard deviations, where either row has several seeds (a gap one seed's luck can
-  produce is not evidence), and the experiment's rerun floor (``score.noise_floor``: what
-  two runs of one command and seed differed by, 0.41 BLEU in the leaderboard).
-* ``>`` / ``<``: **confirmed** when significant in the claimed direction, **refuted** when
-  significant the other way, else **inconclusive**.
-* ``~``: **refuted** when significant, **confirmed** when not and the gap is within
-  ``EQUAL_MARGIN`` points, else **inconclusive** (too noisy to call the rows equal or not).
-
-Two amendments, both made before the rows they could change had results: a one-seed row is
-compared with the other row's mean and judged against that row's seed spread
-(2026-11-23), and the rerun floor (2026-11-24).  docs/leaderboard.md tells both.
+* **The test counts both noises** (Clark et al. 2011: replicate the training, test over the
+  replications).  A row's score moves with its training seed and with the test sentences.
+  The paired bootstrap over sentences (``scoring/significance.py``) sees only the second, and
+  calls two seeds of one transformer different (+0.65 BLEU, p 0.007).  :func:`seed_test` is
+  Welch's t over the seed means, its variance the two rows' seed variances over their seed
+  counts plus the bootstrap's variance of the gap over test sets, its degrees of freedom
+  Welch-Satterthwaite's from the seed terms.  A t, not a bootstrap over seeds: with three
+  seeds a side, resampling them cannot show the tails the few seeds leave unknown, and a
+  bootstrap that ignores that calls equal rows different more often than its level says.
+* **Enough seeds**: ``MIN_SEEDS`` (3) on each side.  One seed has no seed variance; two give
+  one degree of freedom a side.  Three is what every protocol here gives a baseline.  A claim
+  with fewer is an **indication** with its sign (ahead or behind), never a verdict.
+* ``>`` / ``<``: **confirmed** when p < ``ALPHA`` in the claimed direction, **refuted** when
+  p < ``ALPHA`` the other way, else **inconclusive**.
+* ``~``: **confirmed** only by an equivalence test, two one-sided t-tests against
+  ±``EQUAL_MARGIN`` (the margin the protocol fixed before version 1's runs) at ``ALPHA``;
+  **refuted** when not equivalent and p < ``ALPHA``; else **inconclusive**.  Not being
+  different is not being equal.
+* A claim on a task the table does not measure (multi-scale attention's, made on text
+  classification, in a translation table) is **not claimed** there: the row is reported, the
+  claim not judged.
 
 The converged protocol's two rules of selection live here too, both read on the validation
 set before anything is judged on test: which rows get more seeds (:func:`wants_more_seeds`)
 and which recipe the table trains (:func:`choose_in_order`).
 """
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-ALPHA = 0.05  # the paired bootstrap's significance level
+ALPHA = 0.05  # the level of every test of the rule
+MIN_SEEDS = 3  # seeds each side needs for a verdict
 EQUAL_MARGIN = 1.0  # points of the claim's metric within which two rows count as equal
 RELATIONS = {">": "better than", "<": "worse than", "~": "about equal to"}
+TASKS = ("translation", "summarization", "classification")
+VERDICTS = ("confirmed", "refuted", "inconclusive", "indication", "not claimed")
+DECIDED = ("confirmed", "refuted")  # the verdicts a table prints in bold
 
 
 def claim_metric(metrics: Sequence[str]) -> str:
@@ -51,45 +58,103 @@ def claim_metric(metrics: Sequence[str]) -> str:
     return "bleu" if "bleu" in metrics else metrics[0]
 
 
-def verdict(relation: str, delta: float, p: float, spread: Optional[float] = None) -> str:
-    """A claim's verdict.  ``delta``: this row's mean minus the other's; ``p``: that gap's
-    paired bootstrap; ``spread``: the least gap that counts (the larger seed
-    standard deviation and the rerun floor; None when there is neither)."""
+def task_of(metrics: Sequence[str]) -> str:
+    """The task a table measures, of ``TASKS``, by what it scores: classification where it
+    scores accuracy, summarization where it scores ROUGE, else translation."""
+    key = claim_metric(metrics)
+    return "summarization" if key == "rougeL" else "classification" if key == "accuracy" else "translation"
+
+
+@dataclass(frozen=True)
+class SeedTest:
+    """:func:`seed_test` of one gap: its standard error and degrees of freedom, p of "no
+    gap" (two-sided) and p of "not within ±margin" (the larger of the two one-sided tests)."""
+
+    delta: float
+    se: float
+    df: float
+    p: float
+    p_equal: float
+
+
+def _t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom (the normal where df is infinite)."""
+    from scipy import stats
+
+    return float(stats.norm.sf(t) if math.isinf(df) else stats.t.sf(t, df))
+
+
+def seed_test(
+    mine: Sequence[float], theirs: Sequence[float], sentence_sd: float, margin: float = EQUAL_MARGIN
+) -> Optional[SeedTest]:
+    """Welch's t over the seed means with the test sentences' variance added (the module's
+    rule): ``mine`` and ``theirs`` are each seed's score of the two rows on the whole test
+    set, ``sentence_sd`` the paired bootstrap's standard deviation of the gap between their
+    means (``pooled_bootstrap``).  None when either row has fewer than ``MIN_SEEDS`` seeds."""
+    if len(mine) < MIN_SEEDS or len(theirs) < MIN_SEEDS:
+        return None
+    delta = statistics.mean(mine) - statistics.mean(theirs)
+    a, b = (statistics.variance(x) / len(x) for x in (mine, theirs))  # each mean's seed variance
+    var = a + b + sentence_sd**2
+    if var == 0:
+        return SeedTest(delta, 0.0, math.inf, 1.0 if delta == 0 else 0.0, 0.0 if abs(delta) < margin else 1.0)
+    seeds = a**2 / (len(mine) - 1) + b**2 / (len(theirs) - 1)
+    df = var**2 / seeds if seeds else math.inf  # Welch-Satterthwaite; the bootstrap's term is known
+    se = math.sqrt(var)
+    p = min(1.0, 2 * _t_sf(abs(delta) / se, df))
+    p_equal = max(_t_sf((delta + margin) / se, df), _t_sf((margin - delta) / se, df))
+    return SeedTest(delta, se, df, p, p_equal)
+
+
+def verdict(relation: str, delta: float, test: Optional[SeedTest], claimed: bool = True) -> str:
+    """A claim's verdict, of ``VERDICTS``: ``delta``, this row's mean minus the other's;
+    ``test``, its :func:`seed_test` (None: too few seeds); ``claimed``, whether the paper made
+    the claim on the task this table measures."""
     if relation not in RELATIONS:
         raise ValueError(f"a claim's relation is one of {', '.join(RELATIONS)}, not {relation!r}")
-    significant = p < ALPHA and (spread is None or abs(delta) > spread)
+    if not claimed:
+        return "not claimed"
+    if test is None:
+        return "indication"
     if relation == "~":
-        if significant:
-            return "refuted"
-        return "confirmed" if abs(delta) <= EQUAL_MARGIN else "inconclusive"
-    if not significant:
+        if test.p_equal < ALPHA:
+            return "confirmed"
+        return "refuted" if test.p < ALPHA else "inconclusive"
+    if test.p >= ALPHA:
         return "inconclusive"
     return "confirmed" if (delta > 0) == (relation == ">") else "refuted"
+
+
+def sign(delta: float) -> str:
+    """An indication's sign: this row ahead of the other, behind it, or level."""
+    return "ahead" if delta > 0 else "behind" if delta < 0 else "level"
 
 
 @dataclass(frozen=True)
 class Judgement:
     verdict: str
     delta: float  # mean of this row's seeds minus the other's
-    p: float
-    spread: Optional[float]  # the larger seed standard deviation of the two rows (None: one seed each)
-    floor: float  # the rerun floor the gap had to exceed (0: none)
+    test: Optional[SeedTest]  # None: fewer than MIN_SEEDS seeds on a side
+    sentences_p: float  # the paired bootstrap's p over sentences alone (what the rule used before)
     seeds: tuple  # (this row's seeds, the other's)
 
 
-def judge(relation: str, mine: Sequence[float], theirs: Sequence[float], p: float, floor: float = 0.0) -> Judgement:
+def judge(
+    relation: str,
+    mine: Sequence[float],
+    theirs: Sequence[float],
+    sentence_sd: float,
+    sentences_p: float,
+    claimed: bool = True,
+) -> Judgement:
     """A claim of a row whose seeds scored ``mine`` against a row whose seeds scored
-    ``theirs``: means against means, and the seed spread of whichever row has seeds (a
-    one-seed row against the three-seed transformer is judged against the transformer's
-    mean and spread, not against whichever of its seeds happens to be the first)."""
+    ``theirs``, on the gap between their means (``seed_test``); ``sentence_sd`` and
+    ``sentences_p`` from the paired bootstrap of that gap over the test sentences."""
     if not mine or not theirs:
         raise ValueError("a claim needs a score of each row")
     delta = statistics.mean(mine) - statistics.mean(theirs)
-    spreads = [statistics.stdev(s) for s in (mine, theirs) if len(s) > 1]
-    least = max([*spreads, floor]) if spreads or floor else None
-    return Judgement(
-        verdict(relation, delta, p, least), delta, p, max(spreads) if spreads else None, floor, (len(mine), len(theirs))
-    )
+    test = seed_test(mine, theirs, sentence_sd)
+    return Judgement(verdict(relation, delta, test, claimed), delta, test, sentences_p, (len(mine), len(theirs)))
 
 
 def seed_signs(

@@ -1,5 +1,5 @@
 """Version 3's depth question on the pages: each row of the 6+6 table beside its row in the 2+2
-table (the deeper file's ``beside:``), as the README's table of both settings and its figure of
+table (the deeper file's ``beside:``), as the protocol page's table of both settings and its figure of
 each row's gap to its baseline at both, read from the committed records (``archive.kept_record``)
 and the verdicts each report kept (``verdicts.VERDICTS``).
 
@@ -29,7 +29,7 @@ from .table import mean_sd, waiting
 from .verdicts import claim_metric, kept_verdicts, verdict_cell
 
 DEEP = CHECKOUT / "experiments" / "leaderboard_v3_deep.yaml"
-FIGURE = CHECKOUT / "docs" / "gap_by_depth.svg"  # README: ![...](docs/gap_by_depth.svg)
+FIGURE = CHECKOUT / "docs" / "gap_by_depth.svg"  # docs/leaderboard.md: ![...](gap_by_depth.svg)
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,9 @@ def verdict_cells(s: Side) -> str:
 
 
 def side_by_side(deep_path: Path = DEEP) -> str:
-    """The README's table: every row at both settings, its test score over its finished seeds
-    and each claim's verdict there, then the rows and seeds of each table not finished yet."""
+    """The two-depth table (docs/leaderboard.md, version 3): every row at both settings, its test
+    score over its finished seeds and each claim's verdict there, then the rows and seeds of each
+    table not finished yet."""
     deep = load(deep_path)
     rows = pairs(deep)
     a, b = rows[0][0].exp, rows[0][1].exp

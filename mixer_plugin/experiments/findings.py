@@ -12,14 +12,20 @@ The blocks are registered in ``readme.BLOCKS``, which renders and checks them wi
 page's; ``figures`` checks that the text around them quotes no figure.
 """
 
+import json
 from pathlib import Path
 from typing import List, Sequence
 
 from ..paths import CHECKOUT, RESULTS
+from .claims import DECIDED
 from .collect import PRIMARY
 from .compare import report
 from .record import FILE, RunRecord
-from .verdicts import VERDICTS, kept_verdicts
+from .verdicts import VERDICTS, kept_verdicts, moved
+
+# beside a campaign's VERDICTS: its verdicts under the rule before 2026-12-07, which read p from the
+# test sentences alone (history; ``rule_moved`` sets them beside today's)
+BEFORE_SEEDS = "claims.sentences-only.json"
 
 FINDINGS = ".findings.md"  # experiments/<name>.findings.md, beside experiments/<name>.yaml
 
@@ -31,7 +37,8 @@ def pages() -> List[Path]:
 
 def claims_table(name: str) -> str:
     """Each paper claim a campaign's report judged (``results/<name>/claims.json``): the verdict,
-    the gap between the seed means and the p of that gap's paired bootstrap, over how many seeds."""
+    the gap between the seed means and its p (``claims.seed_test``; "–" with too few seeds), over
+    how many seeds."""
     kept = kept_verdicts(RESULTS / f"{name}.md")
     if not kept:
         raise SystemExit(f"findings: results/{name}/{VERDICTS} holds no judged claim yet")
@@ -40,7 +47,9 @@ def claims_table(name: str) -> str:
         for claim, v in judged.items():
             a, b = v["seeds"]
             gap = f"{PRIMARY.get(v['metric'], v['metric'])} {v['delta']:+.2f}"
-            lines.append(f"| `{row}` | {claim} | **{v['verdict']}** | {gap} | {v['p']:.3f} | {a} and {b} |")
+            word = f"**{v['verdict']}**" if v["verdict"] in DECIDED else v["verdict"]
+            p = "–" if v["p"] is None else f"{v['p']:.3f}"
+            lines.append(f"| `{row}` | {claim} | {word} | {gap} | {p} | {a} and {b} |")
     return "\n".join(lines) + "\n"
 
 
@@ -53,3 +62,16 @@ def compared(name: str, mine: str, theirs: str, edges: Sequence[int]) -> str:
         command += f" --bins {','.join(map(str, edges))}"
     out = report(RunRecord.load(paths[0]), RunRecord.load(paths[1]), edges)
     return "\n".join(["```", f"$ {command}", *out, "```"]) + "\n"
+
+
+def rule_moved(name: str) -> str:
+    """One line: the claims of a campaign whose verdict moved when the rule began to count the
+    seeds (2026-12-07, ``claims``), the verdict before → today's, read from the two kept records."""
+    before = json.loads((RESULTS / name / BEFORE_SEEDS).read_text(encoding="utf-8"))
+    now = kept_verdicts(RESULTS / f"{name}.md")
+    pairs = [(row, claim, v, now[row][claim]) for row, vs in before.items() for claim, v in vs.items()]
+    changed = [f"`{row}` {claim} ({a['verdict']} → {b['verdict']})" for row, claim, a, b in pairs if moved(a, b)]
+    head = "Judged again when the rule began to count the seeds (2026-12-07)"
+    if not changed:
+        return f"{head}: none of its {len(pairs)} verdicts moved.\n"
+    return f"{head}, {len(changed)} of its {len(pairs)} verdicts moved: {', '.join(changed)}.\n"

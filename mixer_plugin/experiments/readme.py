@@ -33,12 +33,12 @@ from .figures import BLOCK
 from .spec import Experiment
 from .spec_loader import load
 from .table import cap, mean_sd, peak_cells, waiting
-from .verdicts import claims_beside, kept_verdicts, moved
+from .verdicts import claims_beside, kept_verdicts, moved, said
 
 README = CHECKOUT / "README.md"
 # the pages with generated blocks: the landing page, the protocol page that keeps the tables of the
 # leaderboard's earlier versions, the picture of the layers (``layout``), the campaigns' findings
-# (``findings``) and the README's figure of version 3's depths, an SVG whose whole is one block (``depth``)
+# (``findings``) and the protocol page's figure of version 3's depths, an SVG whose whole is one block (``depth``)
 PAGES = (
     README,
     CHECKOUT / "docs" / "leaderboard.md",
@@ -86,6 +86,44 @@ def score_table(name: str, metrics: Dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def landing_table(name: str) -> str:
+    """The README's results table: every trained row of ``experiments/<name>.yaml`` with its
+    paper's claims, seeds, test score (mean ± std over its seeds), its gap to its baseline's seed
+    mean, and each claim's verdict as the report kept it (``verdicts.said``); then the rows not
+    finished yet, while there are any."""
+    exp = load(CHECKOUT / "experiments" / f"{name}.yaml")
+    metric = depth.metric_name(next(iter(exp.models.values())))
+    lines = [
+        f"| row | the paper's claim | seeds | {metric} | Δ, seed means | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    sides = {n: s for n, s in depth.sides(exp).items() if not s.model.decode_of and s.scores}
+    for row, side in sides.items():
+        m = side.model
+        gap = "baseline" if side.gap is None else f"{side.gap:+.2f} vs `{m.score.baseline}`"
+        claims = ", ".join(str(c) for c in m.claims)
+        cells = [f"`{row}`", claims, str(len(side.scores)), mean_sd(side.scores), gap, landing_verdicts(side)]
+        lines.append("| " + " | ".join(cells) + " |")
+    left = waiting(exp, {n: len(s.scores) for n, s in sides.items()})
+    if left:
+        lines += ["", f"Not finished yet: {', '.join(left)}."]
+    return "\n".join(lines) + "\n"
+
+
+def landing_verdicts(side: depth.Side) -> str:
+    """A row's claims as its report judged them, each without the gap where the claim is against
+    the row's baseline (the Δ column has it) and without the seeds rule (said below the table)."""
+    m = side.model
+    if side.is_baseline:
+        return "baseline"
+    cells = []
+    for c in m.claims:
+        v = side.verdicts.get(str(c))
+        cell = "–" if v is None else said(v, gap=c.other != m.score.baseline, rule=False)
+        cells.append(cell if len(m.claims) == 1 else f"{c}: {cell}")
+    return "; ".join(cells) or "no claim"
+
+
 def verdicts_moved(exp: Experiment) -> str:
     """Each paper claim judged both in ``exp`` and in the file its rows come from (``from:``),
     as one paragraph, however many claims there are: those whose verdict moved (the verdict
@@ -120,6 +158,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "quickstart": quickstart,
     "leaderboard": lambda: score_table("leaderboard", {"bleu": "BLEU", "chrf": "chrF"}),
     "leaderboard_converged": lambda: score_table("leaderboard_converged", {"bleu": "BLEU", "chrf": "chrF"}),
+    "leaderboard_converged_landing": lambda: landing_table("leaderboard_converged"),
     "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
     # version 3: its two depths side by side, and the figure of each row's gap at both (``depth``)
     "leaderboard_v3_depths": depth.side_by_side,
@@ -133,8 +172,9 @@ BLOCKS: Dict[str, Callable[[], str]] = {
         "leaderboard_converged", "fixed_head/seed1", "transformer/seed1", (4000, 10000, 16000)
     ),
     **{
-        f"{name}_claims": (lambda name=name: findings.claims_table(name))
+        f"{name}_{kind}": (lambda name=name, block=block: block(name))
         for name in ("leaderboard", "leaderboard_long", "leaderboard_sum", "leaderboard_converged", "leaderboard_v3")
+        for kind, block in (("claims", findings.claims_table), ("rule_moved", findings.rule_moved))
     },
 }
 

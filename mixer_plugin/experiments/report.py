@@ -134,9 +134,9 @@ def markdown(
     notes = (
         [
             "- seeds: mean ± sample standard deviation over the seeds listed; Δ, p: the gap between the row's "
-            "mean and its baseline's, and that gap's paired bootstrap over the test sentences (1000 resamples, "
-            "every seed of both rows in each; `mixer_plugin/scoring/significance.py`), one comparison "
-            "(the seed-by-seed table below shows each pair)"
+            "mean and its baseline's, and its p from one test that counts both noises, the seeds and the test "
+            f"sentences (Welch's t over the seed means, the sentences' variance from a paired bootstrap, "
+            f"`mixer_plugin/experiments/claims.py`); no p where a side has fewer than {claims.MIN_SEEDS} seeds"
         ]
         if s.baselines
         else []
@@ -145,21 +145,13 @@ def markdown(
         notes.append(
             "- the paper's claims"
             + (f", judged at {exp.setting} and holding there only" if exp.setting else "")
-            + f", on {PRIMARY[claim_metric(first)]}: the gap between the two rows' means (a "
-            f"one-seed row: its score) is significant when its paired bootstrap (every seed of both rows) gives "
-            f"p < {claims.ALPHA} and, where either row has several seeds, the gap exceeds the larger seed "
-            "standard deviation"
-            + (
-                f"; and always when the gap exceeds the rerun floor, {first.score.noise_floor:g} points (what "
-                "two runs of one command and seed differed by)"
-                if first.score.noise_floor
-                else ""
-            )
-            + "; > and < are confirmed when significant in the claimed direction, "
-            "refuted when significant the other way, else inconclusive; ≈ is refuted when significant, "
-            f"confirmed when not and within {claims.EQUAL_MARGIN:g} point, else inconclusive; seed pairs: the sign "
-            "of each pair's gap (the same seed where both rows have several, else the one seed against each of "
-            "the other's)"
+            + f", on {PRIMARY[claim_metric(first)]}, with {claims.MIN_SEEDS} or more seeds a side: > and < are "
+            f"confirmed when that test gives p < {claims.ALPHA} in the claimed direction, refuted when it does "
+            "the other way, else inconclusive; ≈ is confirmed only by an equivalence test (two one-sided tests, "
+            f"margin ±{claims.EQUAL_MARGIN:g} point), refuted when not equivalent and p < {claims.ALPHA}, else "
+            f"inconclusive. With fewer seeds a claim is an indication with its sign, not a verdict; a claim the "
+            "paper made on another task is reported, not judged; seed pairs: the sign of each pair's gap (the "
+            "same seed where both rows have several, else the one seed against each of the other's)"
         )
     if s.summary:
         notes.append(

@@ -129,11 +129,12 @@ def seed_pairs_table(results: List[ModelResult], base_r: Optional[ModelResult]) 
     name = PRIMARY[key]
     base_score = seed_scores(base_r, key)
     lines = [
-        f"Seed by seed against `{base_r.model.name}` (each seed's paired bootstrap against the "
-        f"baseline's run of the same seed; the table above and the claims compare the means, "
-        "every seed in one test):",
+        f"Seed by seed against `{base_r.model.name}` (each seed against the baseline's run of the same "
+        "seed; p: their paired bootstrap over the test sentences alone, which no verdict reads, since it "
+        "calls runs that differ only in their seed different; the table above and the claims compare the "
+        "means with the seeds counted):",
         "",
-        f"| model | seed | {name} | `{base_r.model.name}` | Δ | p |",
+        f"| model | seed | {name} | `{base_r.model.name}` | Δ | p over sentences |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -169,10 +170,11 @@ def own_seeds_table(base_r: ModelResult) -> List[str]:
     score = seed_scores(base_r, key)
     first = base_r.runs[first_run(base_r)].name
     lines = [
-        f"`{base_r.model.name}` against its own first seed (one recipe, another seed: the gap a "
-        "paired bootstrap finds between runs that differ only in their seed):",
+        f"`{base_r.model.name}` against its own first seed (one recipe, another seed: the gap between "
+        "runs that differ only in their seed, and the p a paired bootstrap over the test sentences alone "
+        "gives it, the reason no verdict reads that test):",
         "",
-        f"| seed | {PRIMARY[key]} | seed {first.removeprefix('seed')} | Δ | p |",
+        f"| seed | {PRIMARY[key]} | seed {first.removeprefix('seed')} | Δ | p over sentences |",
         "|---|---:|---:|---:|---:|",
     ]
     lines += [

@@ -97,10 +97,13 @@ class Score:
 @dataclass(frozen=True)
 class Claim:
     """A paper's ordering of one row against another: ``relation`` is ``>`` (better),
-    ``<`` (worse) or ``~`` (about equal), on the experiment's primary metric."""
+    ``<`` (worse) or ``~`` (about equal), on the experiment's primary metric, as the paper
+    made it on ``task`` (``claims.TASKS``): a table of another task reports the row and
+    judges no such claim."""
 
     relation: str
     other: str
+    task: str
 
     def __str__(self):
         return f"{'≈' if self.relation == '~' else self.relation} {self.other}"

@@ -37,9 +37,10 @@ paper says of that row, in words), ``paper_rows`` (the rows of the papers' table
 compared with, ``ARCH`` or ``ARCH:TABLE`` of ``models/architectures``, or ``ARCH@DATASET`` for
 a paper's row on a dataset its arch does not list: their figures are shown beside ``paper``,
 read from the paper's module and never typed here), ``note`` and ``claims``: the paper's
-orderings for that row, each ``"> other"``, ``"< other"`` or ``"~ other"`` (better than,
-worse than, about equal to another model of the file), which the results mark
-confirmed, refuted or inconclusive (``claims.verdict``).  Flags are a string
+orderings for that row, each ``"> other on TASK"``, ``"< other on TASK"`` or ``"~ other on
+TASK"`` (better than, worse than, about equal to another model of the file, as the paper claimed
+it on TASK: translation, summarization or classification), which the results judge
+(``claims.verdict``) where the table measures that task, and report unjudged elsewhere.  Flags are a string
 (split as a shell would) or a list.  ``kind: classification`` trains
 ``--task sentence_prediction`` models and scores test accuracy with fairseq-validate.
 ``carries: {from: FILE, rows: [ROW, ...]}`` counts FILE's finished runs of those rows as this
@@ -59,6 +60,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 
 import yaml
 
+from .claims import TASKS
 from .executors import FLAGS, checked
 from .paper_refs import paper_figures
 from .spec import KINDS, METRICS, Beside, Carries, Claim, Cluster, Experiment, ExperimentError, Generate, Model, Score
@@ -156,19 +158,24 @@ MODEL = {
 # what a model takes from the row of the same name in another experiment file (``from:``): the
 # row itself, not the protocol it ran under (seeds, data, decoding and scoring stay this file's)
 ROW = ("arch", "train", "decode_of", "overrides", "paper", "paper_rows", "note", "claims")
-_CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s*$")
+_CLAIM = re.compile(r"^\s*([<>~≈])\s*(\S+)\s+on\s+(\S+)\s*$")
 
 
 def _claims(value: Any, where: str) -> List[Claim]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(c, str) for c in items):
-        raise ExperimentError(f"{where}: claims must be a string or a list of strings such as '> transformer'")
+        raise ExperimentError(
+            f"{where}: claims must be a string or a list of strings such as '> transformer on translation'"
+        )
     out = []
     for c in items:
         m = _CLAIM.match(c)
-        if not m:
-            raise ExperimentError(f"{where}: {c!r} is not '<relation> <model>' (relation: >, < or ~)")
-        out.append(Claim("~" if m.group(1) == "≈" else m.group(1), m.group(2)))
+        if not m or m.group(3) not in TASKS:
+            raise ExperimentError(
+                f"{where}: {c!r} is not '<relation> <model> on <the paper's task>' "
+                f"(relation: >, < or ~; task: {', '.join(TASKS)})"
+            )
+        out.append(Claim("~" if m.group(1) == "≈" else m.group(1), m.group(2), m.group(3)))
     return out
 
 

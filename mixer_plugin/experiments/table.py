@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from . import claims
 from .argv import flag_value
 from .collect import (
     PRIMARY,
@@ -206,10 +207,10 @@ def speed_cells(r: ModelResult, speeds: Dict[str, dict], exp: Experiment) -> Lis
 
 
 def gap_p_cell(rec: dict, key: str) -> str:
-    """The gap to the baseline and its p, one comparison: "BLEU -0.53, p 0.001 (3 and 3 seeds)"."""
-    seeds = (
-        f" ({len(rec['system'])} and {len(rec['baseline'])} seeds)"
-        if len(rec["system"]) + len(rec["baseline"]) > 2
-        else ""
-    )
-    return f"{PRIMARY.get(key, key)} {rec['delta']:+.2f}, p {rec['p_value']:.3f}{seeds}"
+    """The gap to the baseline and its p, one comparison (``claims.seed_test``, which counts the
+    seeds and the test sentences): "BLEU -0.53, p 0.210 (3 and 3 seeds)", or without a p where a
+    side has fewer seeds than the test needs: "BLEU -1.73 (1 and 3 seeds: no p)"."""
+    a, b = len(rec["system"]), len(rec["baseline"])
+    test = claims.seed_test(rec["system"], rec["baseline"], rec["sentence_sd"])
+    gap = f"{PRIMARY.get(key, key)} {rec['delta']:+.2f}"
+    return f"{gap}, p {test.p:.3f} ({a} and {b} seeds)" if test else f"{gap} ({a} and {b} seeds: no p)"

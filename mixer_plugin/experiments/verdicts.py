@@ -19,12 +19,13 @@ VERDICTS = "claims.json"  # beside the results file: each judged claim (``verdic
 
 def judgement(r: ModelResult, claim: Claim) -> Optional[claims.Judgement]:
     """A row's claim judged (``claims.judge``) on its one comparison with the other row
-    (``bootstraps.pooled``: every seed's score and the p of the gap between the means), or
-    None while either row has no finished run."""
+    (``bootstraps.pooled``: every seed's score, and the paired bootstrap of the gap between the
+    means over the test sentences), or None while either row has no finished run."""
     rec = r.extra.get("claims", {}).get(claim)
     if rec is None:
         return None
-    return claims.judge(claim.relation, rec["system"], rec["baseline"], rec["p_value"], r.model.score.noise_floor)
+    claimed = claim.task == claims.task_of(r.model.score.metrics)
+    return claims.judge(claim.relation, rec["system"], rec["baseline"], rec["sentence_sd"], rec["p_value"], claimed)
 
 
 def signs(rec: dict) -> str:
@@ -33,9 +34,44 @@ def signs(rec: dict) -> str:
     return s if len(s) > 1 else ""
 
 
+def kept(j: claims.Judgement, claim: Claim, metric: str) -> dict:
+    """A judged claim as the small record ``VERDICTS`` keeps and every page renders (``said``)."""
+    t = j.test
+    return {
+        "metric": metric,
+        "task": claim.task,
+        "verdict": j.verdict,
+        "delta": round(j.delta, 4),
+        "p": None if t is None else round(t.p, 4),
+        "p_equal": None if t is None or claim.relation != "~" else round(t.p_equal, 4),
+        "sentences_p": j.sentences_p,
+        "seeds": list(j.seeds),
+    }
+
+
+def said(v: dict, pairs: str = "", gap: bool = True, rule: bool = True) -> str:
+    """A kept verdict in words, bold only where the rule decided (``claims.DECIDED``):
+    "**refuted** (BLEU -0.53, p 0.210; 3 and 3 seeds)", "indication, behind (BLEU -1.73; 1 and 3
+    seeds, a verdict needs 3 a side)", "not claimed by the paper (its claim is on classification;
+    BLEU -1.55, 1 and 3 seeds)".  ``pairs``: the seed pairs' signs, where the table shows them;
+    ``gap``, ``rule``: whether to say the gap and why an indication is not a verdict (a table
+    that shows them once, in a column or below it, leaves them out)."""
+    a, b = v["seeds"]
+    said_gap = [f"{PRIMARY.get(v['metric'], v['metric'])} {v['delta']:+.2f}"] if gap else []
+    seeds = f"{a} and {b} seeds" + (f", seed pairs {pairs}" if pairs else "")
+    if v["verdict"] == "not claimed":
+        return f"not claimed by the paper (its claim is on {v['task']}; {', '.join([*said_gap, seeds])})"
+    if v["verdict"] == "indication":
+        needs = f", a verdict needs {claims.MIN_SEEDS} a side" if rule else ""
+        return f"indication, {claims.sign(v['delta'])} ({'; '.join([*said_gap, seeds + needs])})"
+    word = f"**{v['verdict']}**" if v["verdict"] in claims.DECIDED else v["verdict"]
+    test = ", ".join([*said_gap, f"p {v['p']:.3f}"])
+    equal = f", equivalence p {v['p_equal']:.3f}" if v.get("p_equal") is not None else ""
+    return f"{word} ({test}{equal}; {seeds})"
+
+
 def claim_cells(r: ModelResult) -> str:
-    """Each claim of a row: its verdict, the gap, the seed pairs' signs and the p-value of
-    that gap, or what it waits for."""
+    """Each claim of a row: its verdict in words (``said``), or what it waits for."""
     key = claim_metric(r.model)
     cells = []
     for claim in r.model.claims:
@@ -43,34 +79,20 @@ def claim_cells(r: ModelResult) -> str:
         if j is None:
             cells.append(f"{claim}: waiting for runs")
             continue
-        pairs = signs(r.extra["claims"][claim])
-        cells.append(
-            f"{claim}: **{j.verdict}** ({PRIMARY[key]} {j.delta:+.2f}"
-            + (f" over {j.seeds[0]} and {j.seeds[1]} seeds" if j.seeds != (1, 1) else "")
-            + (f", seed pairs {pairs}" if pairs else "")
-            + (f", spread {j.spread:.2f}" if j.spread is not None else "")
-            + (f", rerun floor {j.floor:.2f}" if j.floor else "")
-            + f", p {j.p:.3f})"
-        )
+        cells.append(f"{claim}: {said(kept(j, claim, key), signs(r.extra['claims'][claim]))}")
     return "; ".join(cells)
 
 
 def verdicts(results: List[ModelResult]) -> Dict[str, Dict[str, dict]]:
-    """Every judged claim as a small record, row -> claim (as the table writes it) -> its
-    verdict, the gap between the means, p and the seeds of each side: what another table of
-    the same rows (``verdicts_beside``) reads, kept beside the results (``VERDICTS``)."""
+    """Every judged claim as a small record (``kept``), row -> claim (as the table writes it)
+    -> its verdict, the gap between the means, its p, the seeds of each side: what another table
+    of the same rows (``verdicts_beside``) and the pages read, kept beside the results (``VERDICTS``)."""
     out: Dict[str, Dict[str, dict]] = {}
     for r in results:
         for claim in r.model.claims:
             j = judgement(r, claim)
             if j is not None:
-                out.setdefault(r.model.name, {})[str(claim)] = {
-                    "metric": claim_metric(r.model),
-                    "verdict": j.verdict,
-                    "delta": round(j.delta, 4),
-                    "p": j.p,
-                    "seeds": list(j.seeds),
-                }
+                out.setdefault(r.model.name, {})[str(claim)] = kept(j, claim, claim_metric(r.model))
     return out
 
 
@@ -138,9 +160,7 @@ def verdicts_beside(exp: Experiment, mine: Dict[str, Dict[str, dict]], out: Path
 
 
 def verdict_cell(v: Optional[dict]) -> str:
-    if v is None:
-        return "–"
-    return f"{v['verdict']} ({PRIMARY.get(v['metric'], v['metric'])} {v['delta']:+.2f}, p {v['p']:.3f})"
+    return "–" if v is None else said(v)
 
 
 def claim_metric(m: Model) -> str:
