@@ -4,6 +4,7 @@ installed recipe, which binarizes, and linking data-bin/<dataset> to what it bin
 import os
 import re
 import subprocess
+from pathlib import Path
 
 from conftest import E2E_REPO, e2e_env, e2e_run
 
@@ -43,18 +44,35 @@ def test_wmt17_needs_its_pair(tmp_path):
     assert out.returncode == 2 and out.stderr.startswith("usage:") and out.stderr.count("\n") == 1
 
 
-def test_prepare_debian_en_de_end_to_end(corpus, tmp_path):
-    """On the tiny corpus (the bundled one takes minutes): the recipe's folder, and data-bin/ linked
-    to the data it binarized, with the fairseq-preprocess command at the head of its log."""
-    env = e2e_env(PREP=str(tmp_path / "work" / "data" / "debian_en_de"), DATA_BIN=str(tmp_path / "data-bin"))
+def test_prepare_debian_en_de_end_to_end(corpus, tmp_path, monkeypatch):
+    """On the tiny corpus (the bundled one takes minutes): the folder its options name, the one
+    mixer-run and the row scripts read for them (``data_root``), and data-bin/ linked to the data
+    it binarized, with the fairseq-preprocess command at the head of its log."""
+    from mixer_plugin.data import workspace
+
+    env = e2e_env(MIXER_WORK=str(tmp_path / "work"), DATA_BIN=str(tmp_path / "data-bin"))
     env["PYTHONPATH"] = str(E2E_REPO)
-    e2e_run(
-        ["bash", PREP / "prepare-debian_en_de.sh", "--corpus", corpus, "--vocab", "400", "--workers", "1"],
-        cwd=tmp_path,
-        env=env,
-    )
-    link = tmp_path / "data-bin" / "debian_en_de"
-    assert link.resolve() == tmp_path / "work" / "data" / "debian_en_de" / "bin"
+    options = ["--corpus", str(corpus), "--vocab", "400", "--workers", "1"]
+    e2e_run(["bash", PREP / "prepare-debian_en_de.sh", *options], cwd=tmp_path, env=env)
+    monkeypatch.setattr(workspace, "WORK", tmp_path / "work")
+    folder = workspace.data_root("debian_en_de", options)
+    assert folder.name == f"debian_en_de.corpus-{Path(corpus).name}.vocab-400"  # spelled out, no --workers
+    link = tmp_path / "data-bin" / folder.name
+    assert link.resolve() == folder / "bin"
     assert (link / "dict.en.txt").is_file() and (link / "test.en-de.de.bin").is_file()
-    head = (link.parent.parent / "work" / "data" / "debian_en_de" / "preprocess.log").read_text().splitlines()[0]
+    head = (folder / "preprocess.log").read_text().splitlines()[0]
     assert head.startswith("$ python -m fairseq_cli.preprocess --source-lang en") and "--joined-dictionary" in head
+
+
+def test_a_script_runs_under_sbatch_from_a_copy(tmp_path):
+    """sbatch runs a copy of the script from its spool folder, where common.sh is not beside it:
+    the script finds the one in the folder it was submitted from (SLURM_SUBMIT_DIR)."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    copy = spool / "slurm_script"
+    copy.write_text((PREP / "prepare-wmt17.sh").read_text())
+    env = {**os.environ, "SLURM_SUBMIT_DIR": str(E2E_REPO)}
+    out = subprocess.run(["bash", str(copy), "en"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.startswith("usage:"), out.stderr  # common.sh sourced, then its check
+    out = subprocess.run(["bash", str(copy), "en"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode != 0 and "common.sh" in out.stderr  # nowhere to find it: said

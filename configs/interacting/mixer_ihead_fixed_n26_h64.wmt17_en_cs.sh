@@ -5,29 +5,23 @@
 # What `mixer-run configs/interacting/mixer_ihead_fixed_n26_h64.wmt17_en_cs.yaml` runs, one command after the other
 # (without its skipping of finished stages, locks and results; fairseq-train goes on from
 # checkpoint_last.pt when run again):
-#   bash configs/interacting/mixer_ihead_fixed_n26_h64.wmt17_en_cs.sh                        # work/ under this folder (MIXER_WORK moves it)
+#   bash configs/interacting/mixer_ihead_fixed_n26_h64.wmt17_en_cs.sh                        # work/ where mixer-run puts it (MIXER_WORK moves it)
 #   NGPU=8 PRECISION=bf16 bash configs/interacting/mixer_ihead_fixed_n26_h64.wmt17_en_cs.sh  # fairseq's DDP through torchrun, --bf16
 #   sbatch configs/interacting/mixer_ihead_fixed_n26_h64.wmt17_en_cs.sh                      # SLURM: the #SBATCH lines below (keep, edit or delete)
 #SBATCH --job-name=interacting.mixer_ihead_fixed_n26_h64.wmt17_en_cs
 #SBATCH --nodes=1
 #SBATCH --gpus-per-node=8
+#SBATCH --cpus-per-task=2
+#SBATCH --time=1440
+#SBATCH --requeue
+#SBATCH --open-mode=append
 #SBATCH --output=%x-%j.out
 set -euo pipefail
 
 # where the commands run, read as mixer-run reads them
 NGPU=${NGPU:-$(python -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)}
 PRECISION=${PRECISION:-fp32}
-WORK=${MIXER_WORK:-$PWD/work}
-DATA=${DATA:-$WORK/data/wmt17_en_cs.6361c738}  # the recipe's folder
-EXP=$WORK/interacting.mixer_ihead_fixed_n26_h64.wmt17_en_cs  # the runs
-USER_DIR=${USER_DIR:-$(python -c 'import importlib.util as u; print(u.find_spec("mixer_plugin").submodule_search_locations[0])')}  # fairseq's --user-dir: the plugin
 case $NGPU in ''|*[!0-9]*) echo "$0: NGPU must be a number of GPUs, not '$NGPU'" >&2; exit 2 ;; esac
-# glibc's allocator as mixer-run sets it (experiments/commands.py); a value exported before wins
-export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-33554432}
-export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
-export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-268435456}
-export PYTHONUNBUFFERED=1
-
 # each command's device flags: --cpu without a GPU, fairseq's --fp16 / --bf16 (PRECISION)
 if [ "$NGPU" -eq 0 ]; then ON=cpu; else ON=gpu; fi
 case "$ON/$PRECISION" in
@@ -39,9 +33,25 @@ case "$ON/$PRECISION" in
   gpu/bf16) TRAIN_DEVICE=(--bf16); GENERATE_DEVICE=(--bf16) ;;
   *) echo "$0: PRECISION must be one of fp32, fp16, bf16, not '$PRECISION'" >&2; exit 2 ;;
 esac
+# work/ as mixer-run and data-prep find it: the checkout's inside it, else this folder's
+WORK=${MIXER_WORK:-$(python -c 'from mixer_plugin.paths import WORK; print(WORK)')}
+# the data, any folder of the same layout (prep.json, ref/, bin/): data-prep/prepare-wmt17.sh en cs --variant ihead
+DATA=${DATA:-$WORK/data/wmt17_en_cs.ihead}
+EXP=$WORK/interacting.mixer_ihead_fixed_n26_h64.wmt17_en_cs  # the runs
+USER_DIR=${USER_DIR:-$(python -c 'import importlib.util as u; print(u.find_spec("mixer_plugin").submodule_search_locations[0])')}  # fairseq's --user-dir: the plugin
+# glibc's allocator as mixer-run sets it (experiments/commands.py); a value exported before wins
+export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-33554432}
+export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
+export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-268435456}
+export PYTHONUNBUFFERED=1
 
-# prepare wmt17_en_cs.6361c738: the data recipe, once (as data-prep/prepare-<dataset>.sh)
-[ -e "$DATA"/prep.json ] || python -m mixer_plugin.recipes.wmt17 --src en --tgt cs --variant ihead --root "$DATA"
+# the data: data-prep/prepare-wmt17.sh en cs --variant ihead prepares the same folder; a folder prepared
+# with other options stops the script here, one line naming both
+if [ -e "$DATA"/prep.json ]; then
+  python -m mixer_plugin.recipes --check wmt17_en_cs --root "$DATA" --variant ihead
+else
+  python -m mixer_plugin.recipes.wmt17 --src en --tgt cs --variant ihead --root "$DATA"
+fi
 
 RUN="$EXP"/mixer_ihead_fixed_n26_h64/seed1
 # mixer_ihead_fixed_n26_h64/seed1: train
@@ -54,24 +64,24 @@ if [ "$NGPU" -gt 1 ]; then
       --label-smoothing 0.1 --dropout 0.1 --weight-decay 0.0 --max-tokens 4096 --update-freq 8 \
       --max-update 100000 --no-epoch-checkpoints --save-interval-updates 1000 \
       --keep-interval-updates 20 --arch mixer_ihead_fixed_n26_h64 --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" \
-      --update-freq "$((8 / NGPU > 0 ? 8 / NGPU : 1))" 2>&1 | tee "$RUN"/train.log
+      --update-freq "$((8 / NGPU > 0 ? 8 / NGPU : 1))" 2>&1 | tee -a "$RUN"/train.log
 else
   python -m fairseq_cli.train "$DATA"/bin --user-dir "$USER_DIR" --task translation --source-lang en \
       --target-lang cs --optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0 --lr 0.0007 \
       --lr-scheduler inverse_sqrt --warmup-updates 4000 --warmup-init-lr 1e-07 --criterion label_smoothed_cross_entropy \
       --label-smoothing 0.1 --dropout 0.1 --weight-decay 0.0 --max-tokens 4096 --update-freq 8 \
       --max-update 100000 --no-epoch-checkpoints --save-interval-updates 1000 \
-      --keep-interval-updates 20 --arch mixer_ihead_fixed_n26_h64 --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" 2>&1 | tee "$RUN"/train.log
+      --keep-interval-updates 20 --arch mixer_ihead_fixed_n26_h64 --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" 2>&1 | tee -a "$RUN"/train.log
 fi
 # mixer_ihead_fixed_n26_h64/seed1: generate
 mkdir -p "$RUN"/gen-test
 python -m fairseq_cli.generate "$DATA"/bin --user-dir "$USER_DIR" --task translation --source-lang en \
     --target-lang cs --path "$RUN"/checkpoint_last.pt --gen-subset test --nbest 1 \
     --required-batch-size-multiple 1 --beam 4 --lenpen 0.6 --batch-size 8 "${GENERATE_DEVICE[@]}" \
-    --results-path "$RUN"/gen-test 2>&1 | tee "$RUN"/gen-test/generate.err
+    --results-path "$RUN"/gen-test 2>&1 | tee -a "$RUN"/gen-test/generate.err
 python -m mixer_plugin.data.postprocess "$RUN"/gen-test/generate-test.txt --prep "$DATA"/prep.json \
     --split test --out-dir "$RUN"/gen-test 2>&1 | tee -a "$RUN"/gen-test/generate.err
 # mixer_ihead_fixed_n26_h64/seed1: score
 python -m mixer_plugin.scoring "$RUN"/gen-test/hyp.txt "$DATA"/ref/test.cs --metrics bleu,chrf,ter,wer,rougeL \
     --json "$RUN"/gen-test/score.json --label mixer_ihead_fixed_n26_h64 --hyp-tok "$RUN"/gen-test/hyp.tok \
-    --ref-tok "$DATA"/ref/test.tok.cs 2>&1 | tee "$RUN"/gen-test/score.log
+    --ref-tok "$DATA"/ref/test.tok.cs 2>&1 | tee -a "$RUN"/gen-test/score.log

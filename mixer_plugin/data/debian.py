@@ -113,7 +113,7 @@ def shared_corpus_main(
             "only data/debian-en-de is bundled)"
         )
     src, tgt = spec_options.pop("direction", lambda a: sides)(args)
-    ws = Workspace(resolve_root(args, recipe), args, recipe)
+    ws = Workspace(resolve_root(args, recipe, argv), args, recipe)
     sources = test_sources(args.corpus, src) if not spec_options.get("monolingual") else None
     extra = {"corpus": str(args.corpus), **({"sources": {"test": "raw/test.source"}} if sources else {})}
     spec = Parallel(

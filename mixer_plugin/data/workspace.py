@@ -7,15 +7,15 @@ has finished; the markers are what let a rerun skip, redo or refuse a step
 """
 
 import argparse
-import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from ..files import atomic_path, sweep_leftovers
 from ..paths import WORK, shown
@@ -140,17 +140,59 @@ def add_subword_args(
     )
 
 
+# the options of every recipe that say where its files go and how it runs, not what it prepares
+# (flag -> how many values follow): left out of a prepared folder's name and of the arguments
+# its prep.json records
+PLACE = {"--root": 1, "--downloads": 1, "--download-dir": 1, "--workers": 1, "--offline": 0, "--force": 0}
+
+
+def arguments(argv: Sequence[str], fixed: Sequence[str] = ()) -> List[str]:
+    """What a recipe is asked to prepare: its command line (``argv``) less the recipe name's own
+    ``fixed`` arguments (``--src en --tgt de`` of wmt17_en_de) and the options of ``PLACE``."""
+    drop = {**PLACE, **{flag: 1 for flag in fixed if flag.startswith("--")}}
+    out, tokens = [], iter(argv)
+    for token in tokens:
+        name, eq, _ = token.partition("=")
+        if name in drop:
+            for _ in range(0 if eq else drop[name]):
+                next(tokens, None)
+            continue
+        out.append(token)
+    return out
+
+
+def variant(prepare: Sequence[str]) -> str:
+    """A prepared folder's variant, spelled out from its arguments: ``--variant ihead`` reads
+    ``ihead``, ``--variant raw --valid newstest2012,newstest2013`` reads
+    ``raw.valid-newstest2012,newstest2013``; a path names its last folder (two corpora of one
+    name share the name, and the recipe's steps refuse the second, one line)."""
+    words, tokens = [], list(prepare)
+    i = 0
+    while i < len(tokens):
+        flag, eq, value = tokens[i].partition("=")
+        i += 1
+        if not eq and i < len(tokens) and not tokens[i].startswith("--"):
+            value, i = tokens[i], i + 1
+        value = Path(value).name if "/" in value else value
+        word = value if flag == "--variant" else flag.lstrip("-") + (f"-{value}" if value else "")
+        words.append(re.sub(r"[^A-Za-z0-9,+_-]+", "-", word))
+    return ".".join(words)
+
+
 def data_root(recipe: str, prepare: Sequence[str] = ()) -> Path:
-    """Where a recipe's data goes: ``work/data/<recipe>``, or ``<recipe>.<hash>`` when it is
-    given arguments of its own (an experiment's ``prepare:``), so that each set of
-    arguments has a folder of its own and ``mixer-prepare`` and ``mixer-run`` find the same one."""
-    if not prepare:
-        return WORK / "data" / recipe
-    return WORK / "data" / f"{recipe}.{hashlib.sha256(shlex.join(prepare).encode()).hexdigest()[:8]}"
+    """Where a recipe's data goes: ``work/data/<recipe>``, or ``work/data/<recipe>.<variant>``
+    when it is asked for more than its defaults (an experiment's ``prepare:``, data-prep's
+    options), so that each set of arguments has a folder of its own, named so a person can read
+    it, and ``mixer-prepare``, ``mixer-run``, data-prep and the row scripts find the same one."""
+    prepare = arguments(prepare)
+    return WORK / "data" / (f"{recipe}.{variant(prepare)}" if prepare else recipe)
 
 
-def resolve_root(args: argparse.Namespace, recipe: str) -> Path:
-    return args.root or data_root(recipe)
+def resolve_root(
+    args: argparse.Namespace, recipe: str, argv: Optional[Sequence[str]], fixed: Sequence[str] = ()
+) -> Path:
+    """A recipe's folder: ``--root``, else ``data_root`` of what its command line asks for."""
+    return args.root or data_root(recipe, arguments(sys.argv[1:] if argv is None else argv, fixed))
 
 
 def main_wrapper(recipe: str, fn: Callable[[], None]) -> None:

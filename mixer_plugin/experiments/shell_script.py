@@ -12,6 +12,7 @@ scripts with ``python`` and ``torchrun`` replaced by functions that print their 
 them with the runner's (tests/test_shell_scripts.py).
 """
 
+import math
 import os
 import re
 import shlex
@@ -20,10 +21,12 @@ import textwrap
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..data.workspace import data_root
 from ..paths import PLUGIN, PYTHON, WORK
+from ..recipes import asked, recipes
 from .argv import flag_value
 from .commands import ALLOCATOR_ENV, DEVICE_FLAGS, PRECISIONS, ddp_update_freq
-from .spec import Experiment
+from .spec import Experiment, duration
 from .stages import Stage, chains, prepare_stages, run_dir
 
 SETTINGS = [(gpus, p) for gpus in (0, 1) for p in PRECISIONS]  # (NGPU, PRECISION): cpu or gpu, each precision
@@ -152,7 +155,7 @@ class Script:
         argv: List[str] = list(base)
         if slot is not None:
             argv.insert(slot[0], self.device_array(stage.name, slot[1]))
-        tee = f" 2>&1 | tee {'-a ' if j else ''}{log}" if c >= 0 else ""
+        tee = f" 2>&1 | tee -a {log}" if c >= 0 else ""  # -a: a job run again (requeued) appends
         ddp = of(DDP)
         if [a for a in ddp if a not in DEVICE_FLAGS] == [a for a in base if a not in DEVICE_FLAGS]:
             return self.line(argv) + tee
@@ -182,9 +185,27 @@ class Script:
         prepares, runs = self.built[BASE]
         out = []
         for p in prepares:
+            recipe, asked = self.recipe(p)
             out += [
-                f"# prepare {p.outputs[0].parent.name}: the data recipe, once (as data-prep/prepare-<dataset>.sh)",
-                f"[ -e {self.word(str(p.outputs[0]))} ] || " + self.line(p.commands[0]),
+                f"# the data: {data_prep(recipe, asked)} prepares the same folder; a folder prepared",
+                "# with other options stops the script here, one line naming both",
+                f"if [ -e {self.word(str(p.outputs[0]))} ]; then",
+                self.line(
+                    [
+                        PYTHON,
+                        "-m",
+                        "mixer_plugin.recipes",
+                        "--check",
+                        recipe,
+                        "--root",
+                        str(p.outputs[0].parent),
+                        *asked,
+                    ],
+                    "  ",
+                ),
+                "else",
+                self.line(p.commands[0], "  "),
+                "fi",
                 "",
             ]
         for c, (label, stages) in enumerate(runs):
@@ -203,10 +224,28 @@ class Script:
             self.places = self.base_places
         return out
 
-    def gpus(self) -> int:
-        """GPUs for the #SBATCH header: the recipe's --update-freq (one step a GPU), up to 8."""
-        freqs = [int(flag_value(s.commands[0], "--update-freq") or 1) for _, st in self.built[BASE][1] for s in st]
-        return max(1, min(8, max(freqs, default=1)))
+    def recipe(self, p: Stage) -> Tuple[str, List[str]]:
+        """A prepare stage's recipe and the arguments it asks for (``recipes.asked``)."""
+        name = next(m.data for m in self.exp.models.values() if data_root(m.data, m.prepare) == p.outputs[0].parent)
+        return name, next(asked(name, m.prepare) for m in self.exp.models.values() if m.data == name)
+
+    def sbatch(self) -> List[str]:
+        """The #SBATCH header, from the file's ``cluster:`` as ``mixer-run --executor slurm`` reads
+        it: GPUs only where the row asks for them, its time limit, a CPU a thread, requeued when
+        preempted, and the log of every start of the job appended to one file."""
+        c = self.exp.cluster
+        minutes = math.ceil(duration(c.time_limit, "cluster.time_limit") / 60)
+        return [
+            f"#SBATCH --job-name={self.exp.name}",
+            "#SBATCH --nodes=1",
+            *([f"#SBATCH --gpus-per-node={c.gpus_per_run}"] if c.gpus_per_run else []),
+            *([f"#SBATCH --partition={c.partition}"] if c.partition else []),
+            f"#SBATCH --cpus-per-task={self.exp.threads or 2}",
+            f"#SBATCH --time={minutes}",
+            "#SBATCH --requeue",
+            "#SBATCH --open-mode=append",
+            "#SBATCH --output=%x-%j.out",
+        ]
 
     def header(self, generated: str, source: str) -> List[str]:
         name = re.sub(r"\.ya?ml$", "", source) + ".sh"
@@ -218,13 +257,10 @@ class Script:
             f"# What `mixer-run {source}` runs, one command after the other",
             "# (without its skipping of finished stages, locks and results; fairseq-train goes on from",
             "# checkpoint_last.pt when run again):",
-            f"#   bash {name}                        # work/ under this folder (MIXER_WORK moves it)",
+            f"#   bash {name}                        # work/ where mixer-run puts it (MIXER_WORK moves it)",
             f"#   NGPU=8 PRECISION=bf16 bash {name}  # fairseq's DDP through torchrun, --bf16",
             f"#   sbatch {name}                      # SLURM: the #SBATCH lines below (keep, edit or delete)",
-            f"#SBATCH --job-name={self.exp.name}",
-            "#SBATCH --nodes=1",
-            f"#SBATCH --gpus-per-node={self.gpus()}",
-            "#SBATCH --output=%x-%j.out",
+            *self.sbatch(),
             "set -euo pipefail",
             "",
         ]
@@ -237,18 +273,7 @@ class Script:
             "# where the commands run, read as mixer-run reads them",
             "NGPU=${NGPU:-$(python -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)}",
             "PRECISION=${PRECISION:-fp32}",
-            "WORK=${MIXER_WORK:-$PWD/work}",
-        ]
-        if self.data is not None:
-            out.append(f"DATA=${{DATA:-$WORK/{quote(str(self.data.relative_to(WORK)))}}}  # the recipe's folder")
-        out.append(f"EXP=$WORK/{quote(self.exp.name)}  # the runs")
-        out += [
-            f"USER_DIR=${{USER_DIR:-$({python})}}  # fairseq's --user-dir: the plugin",
             "case $NGPU in ''|*[!0-9]*) echo \"$0: NGPU must be a number of GPUs, not '$NGPU'\" >&2; exit 2 ;; esac",
-            "# glibc's allocator as mixer-run sets it (experiments/commands.py); a value exported before wins",
-            *(f"export {k}=${{{k}:-{v}}}" for k, v in ALLOCATOR_ENV.items()),
-            "export PYTHONUNBUFFERED=1",
-            "",
         ]
         if self.arrays:
             out += [
@@ -263,9 +288,36 @@ class Script:
             out += [
                 f"  *) echo \"$0: PRECISION must be one of {choices}, not '$PRECISION'\" >&2; exit 2 ;;",
                 "esac",
-                "",
             ]
+        out += [
+            "# work/ as mixer-run and data-prep find it: the checkout's inside it, else this folder's",
+            "WORK=${MIXER_WORK:-$(python -c 'from mixer_plugin.paths import WORK; print(WORK)')}",
+        ]
+        if self.data is not None:
+            recipe, wanted = self.recipe(self.built[BASE][0][0])
+            out.append(
+                f"# the data, any folder of the same layout (prep.json, ref/, bin/): {data_prep(recipe, wanted)}"
+            )
+            out.append(f"DATA=${{DATA:-$WORK/{quote(str(self.data.relative_to(WORK)))}}}")
+        out.append(f"EXP=$WORK/{quote(self.exp.name)}  # the runs")
+        out += [
+            f"USER_DIR=${{USER_DIR:-$({python})}}  # fairseq's --user-dir: the plugin",
+            "# glibc's allocator as mixer-run sets it (experiments/commands.py); a value exported before wins",
+            *(f"export {k}=${{{k}:-{v}}}" for k, v in ALLOCATOR_ENV.items()),
+            "export PYTHONUNBUFFERED=1",
+            "",
+        ]
         return out
+
+
+def data_prep(recipe: str, wanted: Sequence[str]) -> str:
+    """The data-prep command that prepares ``recipe`` as ``wanted`` asks, into the folder a row
+    script reads: ``data-prep/prepare-<recipe>.sh``, or the script of its family with the
+    pair (``prepare-wmt17.sh en de``)."""
+    fixed = recipes()[recipe][1]
+    family = recipe if not fixed else recipe.rsplit("_", 2)[0]
+    pair = [v for k, v in zip(fixed, fixed[1:]) if k in ("--src", "--tgt")]
+    return shlex.join([f"data-prep/prepare-{family}.sh", *pair, *wanted])
 
 
 def script(exp: Experiment, prep: Dict[str, dict], source: str, generated: str = "") -> str:

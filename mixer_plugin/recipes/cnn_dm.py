@@ -105,7 +105,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--max-source-tokens", type=int, default=400, help="article truncation [400, See et al.]")
     add_subword_args(p, kind="bpe", vocab=32000, lowercase=True)
     args = p.parse_args(argv)
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    ws = Workspace(resolve_root(args, RECIPE, argv), args, RECIPE)
     spec = Parallel(
         "src",
         "tgt",

@@ -28,7 +28,15 @@ import yaml
 from mixer_plugin.data.debian import copy_split_files, test_sources
 from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.text import write_lines
-from mixer_plugin.data.workspace import PrepError, Workspace, add_subword_args, common_parser, data_root, main_wrapper
+from mixer_plugin.data.workspace import (
+    PLACE,
+    PrepError,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    data_root,
+    main_wrapper,
+)
 from mixer_plugin.paths import shown
 
 RECIPE = "corpus"
@@ -37,7 +45,7 @@ RECIPES = {RECIPE: []}
 
 # options that change where or how often the data is made, not the data: left out of the
 # experiment file's prepare: (so a rerun of it never redoes its data) -> how many values follow
-NOT_THE_DATA = {"--config": 1, "--root": 1, "--force": 0, "--workers": 1}
+NOT_THE_DATA = {**PLACE, "--config": 1}
 
 
 def prepare_args(argv: List[str], corpus: Path) -> List[str]:

@@ -89,7 +89,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--valid-size", type=int, help="keep the first N valid pairs [all]")
     add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    ws = Workspace(resolve_root(args, RECIPE, argv), args, RECIPE)
     spec = Parallel(
         "src",
         "tgt",

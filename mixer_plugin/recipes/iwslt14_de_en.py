@@ -47,7 +47,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     p = common_parser(RECIPE, __doc__)
     add_subword_args(p, kind="bpe", vocab=10000, lowercase=True)
     args = p.parse_args(argv)
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    ws = Workspace(resolve_root(args, RECIPE, argv), args, RECIPE)
     spec = Parallel(
         "de",
         "en",

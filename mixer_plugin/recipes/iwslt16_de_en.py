@@ -46,7 +46,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     )
     add_subword_args(p, kind="spm", vocab=40000, spm_type="bpe")
     args = p.parse_args(argv)
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    ws = Workspace(resolve_root(args, RECIPE, argv), args, RECIPE)
     every = 23 if args.valid == "every23" else None
     spec = Parallel(
         "de",

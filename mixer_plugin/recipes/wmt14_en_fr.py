@@ -34,7 +34,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--no-giga", action="store_true", help="leave out the 10^9 corpus (for a small machine)")
     add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    ws = Workspace(resolve_root(args, RECIPE, argv), args, RECIPE)
     corpora = CORPORA[:-1] if args.no_giga else CORPORA
     valid = args.valid.split(",")
     spec = Parallel(

@@ -77,7 +77,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--valid", default="newstest2013", help="raw variant: comma-separated dev sets [newstest2013]")
     add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
-    ws = Workspace(resolve_root(args, RECIPE), args, RECIPE)
+    ws = Workspace(resolve_root(args, RECIPE, argv), args, RECIPE)
     valid = args.valid.split(",")
     if args.variant == "google":
         if args.subword != "bpe" or args.vocab != 32000 or args.lowercase or args.valid != "newstest2013":

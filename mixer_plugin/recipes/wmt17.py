@@ -36,8 +36,14 @@ from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.text import read_lines, write_lines
 from mixer_plugin.data.tokenize import detruecase, moses_detokenize
 from mixer_plugin.data.wmt import write_wmt_raw
-from mixer_plugin.data.workspace import PrepError, Workspace, add_subword_args, common_parser, main_wrapper
-from mixer_plugin.paths import WORK
+from mixer_plugin.data.workspace import (
+    PrepError,
+    Workspace,
+    add_subword_args,
+    common_parser,
+    main_wrapper,
+    resolve_root,
+)
 
 LANGS = ("de", "fi", "lv", "ru", "tr", "cs", "zh")
 RECIPES = {f"wmt17_{s}_{t}": ["--src", s, "--tgt", t] for x in LANGS for s, t in (("en", x), (x, "en"))}
@@ -131,8 +137,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
     recipe = f"wmt17_{args.src}_{args.tgt}"
-    root = args.root or (WORK / "data" / (recipe + (".ihead" if ihead else "")))
-    ws = Workspace(root, args, recipe)
+    ws = Workspace(resolve_root(args, recipe, argv, ["--src", args.src, "--tgt", args.tgt]), args, recipe)
     if ihead:
         tests = {"test": "newstest2014", "test1": "newstest2015", "test2": "newstest2016", "test3": "newstest2017"}
         spec = Parallel(
