@@ -272,3 +272,27 @@ def test_a_real_slurm_runs_requeues_and_collects_the_campaign(local, slurm, tmp_
     assert_resumed(attn)
     assert_resumed(ngram)
     assert outcome(tmp_path) == local
+
+
+def test_a_cluster_without_accounting_is_said_once(capsys):
+    """submitit warns at every poll when sacct fails (no job accounting), flooding the console: one
+    line, once; its other warnings pass as they are."""
+    import logging
+
+    from mixer_plugin.experiments.executors import OnceWithoutAccounting, quiet_without_accounting
+
+    quiet_without_accounting()
+    quiet_without_accounting()  # once per process
+    log = logging.getLogger("submitit")
+    assert sum(isinstance(f, OnceWithoutAccounting) for f in log.filters) == 1
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    log.addHandler(handler)
+    try:
+        for n in range(1, 4):
+            log.warning(f"Call #{n} - Bypassing sacct error Command 'sacct' returned 1, status may be inaccurate.")
+        log.warning("Bypassing state error: other")
+    finally:
+        log.removeHandler(handler)
+    assert seen == [OnceWithoutAccounting.SAID, "Bypassing state error: other"]

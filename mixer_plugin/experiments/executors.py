@@ -16,6 +16,7 @@ node lost) continues from the last checkpoint written, as a killed runner does.
 submitit is imported only here and only for ``slurm`` / ``submitit-local``
 (``pip install 'mixer-plugin[slurm]'``)."""
 
+import logging
 import math
 import os
 import signal
@@ -126,6 +127,32 @@ class RunJob:
         return DelayedSubmission(RunJob(self.label, self.argv, self.cwd))
 
 
+class OnceWithoutAccounting(logging.Filter):
+    """submitit reads job states with ``sacct`` and warns at every poll when it fails, as it does
+    on a cluster that keeps no job accounting: said once, in one line, and the rest dropped."""
+
+    SAID = "sacct failed (this cluster keeps no job accounting?): job states may lag; said once"
+
+    def __init__(self):
+        super().__init__()
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "Bypassing sacct error" not in record.getMessage():
+            return True
+        if self.said:
+            return False
+        self.said, record.msg, record.args = True, self.SAID, ()
+        return True
+
+
+def quiet_without_accounting() -> None:
+    """``OnceWithoutAccounting`` on submitit's logger, once per process."""
+    log = logging.getLogger("submitit")
+    if not any(isinstance(f, OnceWithoutAccounting) for f in log.filters):
+        log.addFilter(OnceWithoutAccounting())
+
+
 def executor(exp: Experiment, cluster: Cluster, threads: Optional[int], folder: Path):  # noqa: ANN201
     """The submitit executor of ``cluster``: each job one task on one node, ``threads`` CPUs
     (None: the cluster's default), ``gpus_per_run`` GPUs, the time limit."""
@@ -140,6 +167,7 @@ def executor(exp: Experiment, cluster: Cluster, threads: Optional[int], folder: 
         ex = submitit.LocalExecutor(folder)
         ex.update_parameters(timeout_min=minutes, gpus_per_node=cluster.gpus_per_run, signal_delay_s=SIGNAL_DELAY_S)
         return ex
+    quiet_without_accounting()
     ex = submitit.SlurmExecutor(folder)
     ex.update_parameters(
         job_name=f"mixer-{exp.name}",
