@@ -93,6 +93,40 @@ def python_on_path(folder: Path) -> Path:
     return script
 
 
+def tiny_row_script(folder: Path, corpus: Path, **cluster):
+    """The leaderboard's transformer row at a tiny size (4 updates, the last 2 checkpoints averaged)
+    as a row script, ``folder/tiny.sh``, written by ``mixer-configs --script`` once its data is
+    prepared (as data-prep would, so the script knows the test sources); ``cluster``: the file's
+    ``cluster:``.  -> (the script, the environment it runs in, its run folder)."""
+    from mixer_plugin.data.workspace import variant
+    from mixer_plugin.paths import PYTHON
+
+    raw = yaml.safe_load((E2E_REPO / "experiments" / "leaderboard.yaml").read_text())
+    tiny = (
+        "--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --decoder-embed-dim 32 --decoder-ffn-embed-dim 64 "
+        "--max-update 4 --save-interval-updates 2 --keep-interval-updates 2 --max-tokens 1000"
+    )
+    exp = {k: raw[k] for k in ("name", "title", "data", "train", "generate")}
+    exp.update(
+        name="tiny_rows",
+        train=f"{raw['train']} {tiny}",
+        generate={**raw["generate"], "average_last": 2, "flags": "--beam 2 --batch-size 32 --max-len-b 10"},
+        models={"transformer": {"arch": "mixer_small_attn"}},
+        score={"metrics": ["bleu", "chrf"]},
+        prepare=f"--corpus {corpus} --vocab 400",  # its folder: work/data/debian_en_de.corpus-<name>.vocab-400
+        **({"cluster": cluster} if cluster else {}),
+    )
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(exp))
+    env = e2e_env(MIXER_WORK=str(folder / "work"), NGPU="0", PYTHONPATH=str(E2E_REPO))
+    root = folder / "work" / "data" / f"debian_en_de.{variant(['--corpus', str(corpus), '--vocab', '400'])}"
+    e2e_run([PYTHON, "-m", "mixer_plugin.recipes", "debian_en_de", "--corpus", corpus, "--root", root,
+             "--vocab", "400", "--workers", "1"], env=env)  # fmt: skip
+    text = e2e_run([PYTHON, "-m", "mixer_plugin.experiments.paper_rows", "--script", "tiny.yaml"], cwd=folder, env=env)
+    (folder / "tiny.sh").write_text(text.stdout)
+    env["PATH"] = f"{python_on_path(folder / 'bin').parent}:{env['PATH']}"  # `python` on the PATH: this one
+    return folder / "tiny.sh", env, folder / "work" / "tiny_rows" / "transformer" / "seed1"
+
+
 def e2e_describe(proc, argv):
     def tail(text, n=6000):
         return text if len(text) <= n else "...\n" + text[-n:]

@@ -6,6 +6,7 @@ Two clusters: submitit's local executor (every CI run), and a real SLURM started
 (Debian's munge, slurmctld and slurmd; skipped where slurmctld is not installed:
 docs/experiments.md says how to run it)."""
 
+import json
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import E2E_REPO, e2e_env
+from conftest import E2E_REPO, e2e_env, tiny_row_script
 from faults import TRAIN, processes, tree, wait_for
 
 from mixer_plugin.experiments import spec_loader
@@ -272,6 +273,24 @@ def test_a_real_slurm_runs_requeues_and_collects_the_campaign(local, slurm, tmp_
     assert_resumed(attn)
     assert_resumed(ngram)
     assert outcome(tmp_path) == local
+
+
+def test_a_row_script_runs_under_sbatch_as_written(slurm, tmp_path, corpus):
+    """A tiny row's script, sbatch'ed as it is written: its header asks for no GPU (its file's
+    cluster: asks for none), a time limit and CPUs the one-node cluster has; the job trains,
+    decodes and scores, and its log is appended to, not overwritten, by a second start."""
+    script, env, run = tiny_row_script(tmp_path, corpus, time_limit="30m")
+    header = [line for line in script.read_text().splitlines() if line.startswith("#SBATCH")]
+    assert not any("gpus" in line for line in header) and "#SBATCH --time=30" in header, header
+    for start in (1, 2):
+        done = subprocess.run(
+            ["sbatch", "--wait", script.name], cwd=tmp_path, env={**env, **slurm}, capture_output=True, text=True,
+            timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, (done.stdout, done.stderr, [p.read_text()[-3000:] for p in tmp_path.glob("*.out")])
+        assert json.loads((run / "gen-test" / "score.json").read_text())["bleu"] >= 0
+        # each start of fairseq-train logs its task once: the second start appended to the first's log
+        assert (run / "train.log").read_text().count("| INFO | fairseq_cli.train | task: ") == start
 
 
 def test_a_cluster_without_accounting_is_said_once(capsys):

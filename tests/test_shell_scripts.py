@@ -10,10 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import E2E_REPO, e2e_env, e2e_run, python_on_path, work_at
+from conftest import E2E_REPO, e2e_env, e2e_run, python_on_path, tiny_row_script, work_at
 
-from mixer_plugin.data.workspace import data_root, variant
+from mixer_plugin.data.workspace import data_root
 from mixer_plugin.experiments import paper_rows
 from mixer_plugin.experiments.schedule import Runner
 from mixer_plugin.experiments.shell_script import implied_prep
@@ -137,36 +136,9 @@ def test_the_debian_rows_script_end_to_end(corpus, tmp_path):
     """The leaderboard's transformer row (Debian EN-DE) as a script, at a tiny size: prepared from
     the tiny corpus, then the script trains 4 updates, averages the last 2 checkpoints, decodes
     and scores, from a folder of its own."""
-    raw = yaml.safe_load((E2E_REPO / "experiments" / "leaderboard.yaml").read_text())
-    tiny = (
-        "--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --decoder-embed-dim 32 --decoder-ffn-embed-dim 64 "
-        "--max-update 4 --save-interval-updates 2 --keep-interval-updates 2 --max-tokens 1000"
-    )
-    exp = {k: raw[k] for k in ("name", "title", "data", "train", "generate", "score")}
-    exp.update(
-        name="tiny_rows",
-        train=f"{raw['train']} {tiny}",
-        generate={**raw["generate"], "average_last": 2, "flags": "--beam 2 --batch-size 32 --max-len-b 10"},
-        models={"transformer": {"arch": "mixer_small_attn"}},
-    )
-    exp["score"] = {"metrics": ["bleu", "chrf"]}
-    exp["prepare"] = f"--corpus {corpus} --vocab 400"  # its folder: work/data/debian_en_de.corpus-<name>.vocab-400
-    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(exp))
-    env = e2e_env(MIXER_WORK=str(tmp_path / "work"), NGPU="0", PYTHONPATH=str(E2E_REPO))
-    # prepared first, as data-prep would (the script then checks its options), so that the script
-    # is written with the data's test sources known
-    root = tmp_path / "work" / "data" / f"debian_en_de.{variant(['--corpus', str(corpus), '--vocab', '400'])}"
-    e2e_run([PYTHON, "-m", "mixer_plugin.recipes", "debian_en_de", "--corpus", corpus, "--root", root,
-             "--vocab", "400", "--workers", "1"], env=env)  # fmt: skip
-    text = e2e_run(
-        [PYTHON, "-m", "mixer_plugin.experiments.paper_rows", "--script", "tiny.yaml"], cwd=tmp_path, env=env
-    )
-    (tmp_path / "tiny.sh").write_text(text.stdout)
-    bin_dir = python_on_path(tmp_path / "bin").parent  # `python` on the PATH: this interpreter
-    env["PATH"] = f"{bin_dir}:{env['PATH']}"
-    e2e_run(["bash", "tiny.sh"], cwd=tmp_path, env=env, timeout=900)
-    run = tmp_path / "work" / "tiny_rows" / "transformer" / "seed1"
+    script, env, run = tiny_row_script(tmp_path, corpus)
+    e2e_run(["bash", script.name], cwd=tmp_path, env=env, timeout=900)
     assert (run / "averaged_last2.pt").is_file()
     score = json.loads((run / "gen-test" / "score.json").read_text())
     assert {"bleu", "chrf"} <= set(score), score
-    assert (run / "gen-test" / "score.log").is_file() and "--sources" in text.stdout  # per-source scores
+    assert (run / "gen-test" / "score.log").is_file() and "--sources" in script.read_text()  # per-source scores
