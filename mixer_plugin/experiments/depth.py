@@ -17,13 +17,13 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape
 
 from ..paths import CHECKOUT
 from .archive import kept_records, results_path
 from .collect import PRIMARY
-from .spec import Experiment, Model
+from .spec import Claim, Experiment, Model
 from .spec_loader import load
 from .table import mean_sd, waiting
 from .verdicts import claim_metric, kept_verdicts, verdict_cell
@@ -94,15 +94,16 @@ def score_cell(s: Side) -> str:
     return mean_sd(s.scores) + (f" ({len(s.scores)} seeds)" if len(s.scores) > 1 else "")
 
 
-def verdict_cells(s: Side) -> str:
-    """Each claim's kept verdict with the gap and p of its one comparison, or what it waits for."""
+def verdict_cells(s: Side, cell: Callable[[Claim, Optional[dict]], str] = lambda c, v: verdict_cell(v)) -> str:
+    """Each claim's kept verdict as ``cell`` says it (default: with the gap and p of its one
+    comparison, or "–" while it waits), "baseline" or "no claim"."""
     if s.model is None:
         return ""
     if s.is_baseline:
         return "baseline"
     if not s.model.claims:
         return "no claim"
-    cells = [(str(c), verdict_cell(s.verdicts.get(str(c)))) for c in s.model.claims]
+    cells = [(str(c), cell(c, s.verdicts.get(str(c)))) for c in s.model.claims]
     if len(cells) == 1:
         return cells[0][1]
     return "; ".join(f"{claim}: {cell}" for claim, cell in cells)

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import List, Sequence
 
 from ..paths import CHECKOUT, RESULTS
-from .claims import DECIDED
 from .collect import PRIMARY
 from .compare import report
 from .record import FILE, RunRecord
-from .verdicts import VERDICTS, kept_verdicts, moved
+from .verdicts import VERDICTS, kept_verdicts, moved, word
 
 # beside a campaign's VERDICTS: its verdicts under the rule before 2026-12-07, which read p from the
 # test sentences alone (history; ``rule_moved`` sets them beside today's)
@@ -47,9 +46,8 @@ def claims_table(name: str) -> str:
         for claim, v in judged.items():
             a, b = v["seeds"]
             gap = f"{PRIMARY.get(v['metric'], v['metric'])} {v['delta']:+.2f}"
-            word = f"**{v['verdict']}**" if v["verdict"] in DECIDED else v["verdict"]
             p = "–" if v["p"] is None else f"{v['p']:.3f}"
-            lines.append(f"| `{row}` | {claim} | {word} | {gap} | {p} | {a} and {b} |")
+            lines.append(f"| `{row}` | {claim} | {word(v)} | {gap} | {p} | {a} and {b} |")
     return "\n".join(lines) + "\n"
 
 

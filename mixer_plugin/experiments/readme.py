@@ -113,15 +113,8 @@ def landing_table(name: str) -> str:
 def landing_verdicts(side: depth.Side) -> str:
     """A row's claims as its report judged them, each without the gap where the claim is against
     the row's baseline (the Δ column has it) and without the seeds rule (said below the table)."""
-    m = side.model
-    if side.is_baseline:
-        return "baseline"
-    cells = []
-    for c in m.claims:
-        v = side.verdicts.get(str(c))
-        cell = "–" if v is None else said(v, gap=c.other != m.score.baseline, rule=False)
-        cells.append(cell if len(m.claims) == 1 else f"{c}: {cell}")
-    return "; ".join(cells) or "no claim"
+    baseline = side.model.score.baseline
+    return depth.verdict_cells(side, lambda c, v: "–" if v is None else said(v, gap=c.other != baseline, rule=False))
 
 
 def verdicts_moved(exp: Experiment) -> str:

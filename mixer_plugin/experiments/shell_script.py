@@ -226,8 +226,8 @@ class Script:
 
     def recipe(self, p: Stage) -> Tuple[str, List[str]]:
         """A prepare stage's recipe and the arguments it asks for (``recipes.asked``)."""
-        name = next(m.data for m in self.exp.models.values() if data_root(m.data, m.prepare) == p.outputs[0].parent)
-        return name, next(asked(name, m.prepare) for m in self.exp.models.values() if m.data == name)
+        m = next(m for m in self.exp.models.values() if data_root(m.data, m.prepare) == p.outputs[0].parent)
+        return m.data, asked(m.data, m.prepare)
 
     def sbatch(self) -> List[str]:
         """The #SBATCH header, from the file's ``cluster:`` as ``mixer-run --executor slurm`` reads

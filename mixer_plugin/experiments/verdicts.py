@@ -64,10 +64,14 @@ def said(v: dict, pairs: str = "", gap: bool = True, rule: bool = True) -> str:
     if v["verdict"] == "indication":
         needs = f", a verdict needs {claims.MIN_SEEDS} a side" if rule else ""
         return f"indication, {claims.sign(v['delta'])} ({'; '.join([*said_gap, seeds + needs])})"
-    word = f"**{v['verdict']}**" if v["verdict"] in claims.DECIDED else v["verdict"]
     test = ", ".join([*said_gap, f"p {v['p']:.3f}"])
     equal = f", equivalence p {v['p_equal']:.3f}" if v.get("p_equal") is not None else ""
-    return f"{word} ({test}{equal}; {seeds})"
+    return f"{word(v)} ({test}{equal}; {seeds})"
+
+
+def word(v: dict) -> str:
+    """A kept verdict's word, bold where the rule decided (``claims.DECIDED``)."""
+    return f"**{v['verdict']}**" if v["verdict"] in claims.DECIDED else v["verdict"]
 
 
 def claim_cells(r: ModelResult) -> str:
