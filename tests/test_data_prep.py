@@ -1,5 +1,9 @@
-"""data-prep/prepare-<dataset>.sh: one short script per dataset of the papers, each calling the
-installed recipe, which binarizes, and linking data-bin/<dataset> to what it binarized."""
+"""data-prep/prepare-<dataset>.sh: one short script per dataset of the papers, each showing and
+running the installed recipe's steps (the last one fairseq-preprocess with its flags), and linking
+data-bin/<dataset> to what it binarized.
+
+Each script's comment block shows its steps for the defaults; ``python tests/test_data_prep.py``
+writes them again from the recipes (the test below fails until it does)."""
 
 import os
 import re
@@ -9,7 +13,7 @@ from pathlib import Path
 from conftest import E2E_REPO, e2e_env, e2e_run
 
 from mixer_plugin.experiments import paper_rows
-from mixer_plugin.recipes import recipes
+from mixer_plugin.recipes import printed_steps, recipes
 
 PREP = E2E_REPO / "data-prep"
 SCRIPTS = sorted(PREP.glob("prepare-*.sh"))
@@ -19,6 +23,39 @@ def recipe_of(script):
     """The recipe a script prepares (wmt17's for the pair en de)."""
     [name] = re.findall(r'^prepare "?([\w${}]+)"? "\$@"$', script.read_text(), re.M)
     return name.replace("${src}_${tgt}", "en_de")
+
+
+BEGIN, END = "# Its steps for the defaults", "# (end of the steps)"
+
+
+def steps_block(script):
+    """The comment block of a script's steps: ``--print-steps`` for its recipe's defaults, with
+    the --workers of its #SBATCH line."""
+    name = recipe_of(script)
+    return (
+        f"{BEGIN} (mixer-prepare {name} [options] --print-steps prints them for yours;\n"
+        "# common.sh shows and runs them so).  Copy one, edit it, run it: a finished step is skipped,\n"
+        "# one done with other options refused (--force redoes them all).\n"
+        + "".join(f"#   {line}\n" for line in printed_steps(name, ["--workers", "8"]).splitlines())
+        + END
+        + "\n"
+    )
+
+
+def written_block(script):
+    text = script.read_text()
+    return text[text.index(BEGIN) : text.index(END) + len(END) + 1] if BEGIN in text else ""
+
+
+def test_every_script_shows_the_steps_its_recipe_runs():
+    """Each step one command a user can copy and edit, the tokenizer, the subword model and
+    fairseq-preprocess with its flags among them, as the recipe prints them today."""
+    for script in SCRIPTS:
+        block = written_block(script)
+        assert block == steps_block(script), f"{script.name}: run python tests/test_data_prep.py"
+        assert "#   # tok: " in block and "#   # subword: " in block, script.name
+        if recipe_of(script) != "debian_cls":  # two commands of its own, named in words
+            assert "--step binarize -- fairseq-preprocess --source-lang" in block, script.name
 
 
 def test_every_script_is_executable_parses_and_names_a_recipe():
@@ -53,7 +90,7 @@ def test_prepare_debian_en_de_end_to_end(corpus, tmp_path, monkeypatch):
     env = e2e_env(MIXER_WORK=str(tmp_path / "work"), DATA_BIN=str(tmp_path / "data-bin"))
     env["PYTHONPATH"] = str(E2E_REPO)
     options = ["--corpus", str(corpus), "--vocab", "400", "--workers", "1"]
-    e2e_run(["bash", PREP / "prepare-debian_en_de.sh", *options], cwd=tmp_path, env=env)
+    out = e2e_run(["bash", PREP / "prepare-debian_en_de.sh", *options], cwd=tmp_path, env=env)
     monkeypatch.setattr(workspace, "WORK", tmp_path / "work")
     folder = workspace.data_root("debian_en_de", options)
     assert folder.name == f"debian_en_de.corpus-{Path(corpus).name}.vocab-400"  # spelled out, no --workers
@@ -62,6 +99,9 @@ def test_prepare_debian_en_de_end_to_end(corpus, tmp_path, monkeypatch):
     assert (link / "dict.en.txt").is_file() and (link / "test.en-de.de.bin").is_file()
     head = (folder / "preprocess.log").read_text().splitlines()[0]
     assert head.startswith("$ python -m fairseq_cli.preprocess --source-lang en") and "--joined-dictionary" in head
+    shown = [line for line in out.stdout.splitlines() if line.startswith("+ ")]  # each step, as it ran
+    assert [line.split("--step ")[1].split()[0] for line in shown] == ["raw", "tok", "subword", "binarize"]
+    assert "-- fairseq-preprocess --source-lang en --target-lang de" in shown[-1]
 
 
 def test_a_script_runs_under_sbatch_from_a_copy(tmp_path):
@@ -76,3 +116,11 @@ def test_a_script_runs_under_sbatch_from_a_copy(tmp_path):
     assert out.returncode == 2 and out.stderr.startswith("usage:"), out.stderr  # common.sh sourced, then its check
     out = subprocess.run(["bash", str(copy), "en"], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode != 0 and "common.sh" in out.stderr  # nowhere to find it: said
+
+
+if __name__ == "__main__":
+    for script in SCRIPTS:
+        text = script.read_text()
+        old = written_block(script) or "set -euo pipefail\n"
+        new = steps_block(script) + ("" if written_block(script) else old)
+        script.write_text(text.replace(old, new, 1))

@@ -293,6 +293,36 @@ def test_a_row_script_runs_under_sbatch_as_written(slurm, tmp_path, corpus):
         assert (run / "train.log").read_text().count("| INFO | fairseq_cli.train | task: ") == start
 
 
+def test_a_row_script_warned_of_its_time_limit_is_requeued_and_goes_on(slurm, tmp_path, corpus):
+    """SLURM's warning before the time limit (the header's --signal=B:USR1, sent here with
+    ``scancel --batch``) reaches the script while it trains: the job is requeued, starts again,
+    and fairseq-train goes on from its checkpoint to the end, decodes and scores."""
+    script, env, run = tiny_row_script(tmp_path, corpus, time_limit="30m")
+    text = script.read_text()
+    assert "#SBATCH --signal=B:USR1@180" in text and "--max-update 4 " in text
+    script.write_text(text.replace("--max-update 4 ", "--max-update 400 "))  # long enough to be warned in
+    done = subprocess.run(["sbatch", "--parsable", script.name], cwd=tmp_path, env={**env, **slurm},
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    job = done.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 600
+    while not (run / "checkpoint_last.pt").is_file():
+        assert time.monotonic() < deadline, [p.read_text()[-3000:] for p in tmp_path.glob("*.out")]
+        time.sleep(0.5)
+    subprocess.run(["scancel", "--batch", "--signal=USR1", job], env=slurm, check=True)
+    while (
+        not (run / "gen-test" / "score.json").is_file()
+        or subprocess.run(["squeue", "-h", "-j", job], env=slurm, capture_output=True, text=True).stdout.strip()
+    ):
+        assert time.monotonic() < deadline, [p.read_text()[-3000:] for p in tmp_path.glob("*.out")]
+        time.sleep(1)
+    out = "".join(p.read_text() for p in tmp_path.glob("*.out"))
+    assert f"the time limit is near: job {job} requeued" in out, out[-3000:]
+    log = (run / "train.log").read_text()
+    first, second = log.split("| INFO | fairseq_cli.train | task: ")[1:]  # two starts
+    assert "done training" not in first and "done training" in second, log[-3000:]  # the first ended with its job
+    assert "Loaded checkpoint" in second and "(epoch 1 @ 0 updates)" not in second, second[:3000]
+
+
 def test_a_cluster_without_accounting_is_said_once(capsys):
     """submitit warns at every poll when sacct fails (no job accounting), flooding the console: one
     line, once; its other warnings pass as they are."""

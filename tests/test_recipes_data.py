@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -28,6 +29,7 @@ from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.text import read_lines
 from mixer_plugin.data.tokenize import clean_pairs, moses_detokenize, moses_tokenize
 from mixer_plugin.data.workspace import PrepError, Workspace, common_parser
+from mixer_plugin.recipes import asked
 
 EN = bundled_lines("train", "en", 400)
 DE = bundled_lines("train", "de", 400)
@@ -578,6 +580,60 @@ def test_steps_resume_and_refuse_mixed_options(tmp_path):
     (root / ".steps" / "subword.json").unlink()
     redone = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "160", "--no-binarize")
     assert "subword: done in" in redone.stdout and (root / ".steps" / "subword.json").is_file()
+
+
+def said(proc):
+    """What a failed command said on stderr, less fairseq's import chatter."""
+    return [line for line in proc.stderr.strip().splitlines() if not line.startswith("INFO:fairseq.tasks")]
+
+
+def test_the_printed_steps_run_one_by_one_make_what_the_recipe_makes(tmp_path):
+    """``--print-steps`` prints one command a step; run in order they make the folder one
+    ``mixer-prepare`` run makes (prep.json, bin/); a step before its predecessors is one line,
+    and the fairseq-preprocess flags after ``--`` are the ones the binarize step runs."""
+    corpus = small_corpus(tmp_path, {"en": 0, "de": 1})
+    whole, stepwise = tmp_path / "whole", tmp_path / "steps"
+    run_recipe("debian_en_de", "--corpus", corpus, "--root", whole, "--vocab", "150")
+    printed = run_recipe("debian_en_de", "--corpus", corpus, "--root", stepwise, "--vocab", "150", "--print-steps")
+    assert not stepwise.exists()  # printing touches nothing
+    commands = [shlex.split(line) for line in printed.stdout.splitlines() if not line.startswith("#")]
+    assert [c[c.index("--step") + 1] for c in commands] == ["raw", "tok", "subword", "binarize"]
+    early = subprocess.run([sys.executable, *commands[1][1:]], capture_output=True, text=True, cwd=REPO)
+    assert early.returncode == 2 and said(early) == [
+        f"mixer-prepare debian_en_de: error: step raw is not done in {stepwise}: run --step raw first (--print-steps)"
+    ]
+    binarize = commands[-1]
+    tail = binarize[binarize.index("--") + 1 :]
+    assert tail[0] == "fairseq-preprocess" and "--joined-dictionary" in tail and "--destdir" not in tail
+    for command in commands:
+        assert command[:3] == ["python", "-m", "mixer_plugin.recipes"]
+        subprocess.run([sys.executable, *command[1:]], check=True, capture_output=True, cwd=REPO)
+    log = (stepwise / "preprocess.log").read_text().splitlines()[0]
+    assert log.startswith(f"$ python -m fairseq_cli.preprocess {shlex.join(tail[1:])} --destdir ")
+    assert manifest(stepwise)["segments"] == manifest(whole)["segments"]
+    recorded = [asked("debian_en_de", shlex.split(manifest(r)["command"])[2:]) for r in (stepwise, whole)]
+    assert recorded[0] == recorded[1] == ["--corpus", str(corpus), "--vocab", "150"]  # not which step ran
+    for name in ("dict.en.txt", "test.en-de.de.idx", "train.en-de.en.bin"):
+        assert (stepwise / "bin" / name).read_bytes() == (whole / "bin" / name).read_bytes(), name
+    # the whole recipe afterwards finds every step done
+    again = run_recipe("debian_en_de", "--corpus", corpus, "--root", stepwise, "--vocab", "150")
+    assert again.stdout.count("done before, skipped") == 4
+
+
+def test_the_binarize_step_takes_only_a_fairseq_preprocess_without_destdir(tmp_path):
+    corpus = small_corpus(tmp_path, {"en": 0, "de": 1})
+    root = tmp_path / "out"
+    run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "150", "--no-binarize")
+    step = ["debian_en_de", "--corpus", corpus, "--root", root, "--vocab", "150", "--step", "binarize", "--"]
+    for tail, expected in (
+        (["fairseq-preprocess", "--source-lang", "en", "--destdir", "x"], "--destdir is the binarize step's own"),
+        (["ls", "-l"], "takes a fairseq-preprocess command, not ls -l"),
+    ):
+        out = run_recipe(*step, *tail, check=False)
+        assert out.returncode == 2 and len(said(out)) == 1 and expected in said(out)[0], out.stderr
+        assert not (root / "bin").exists()
+    wrong = run_recipe("debian_en_de", "--corpus", corpus, "--root", root, "--step", "tok", "--", "x", check=False)
+    assert wrong.returncode == 2 and "--step binarize --" in wrong.stderr
 
 
 def test_bundled_corpus_is_the_default_without_the_shared_folder(monkeypatch):

@@ -14,6 +14,7 @@
 #SBATCH --cpus-per-task=2
 #SBATCH --time=1440
 #SBATCH --requeue
+#SBATCH --signal=B:USR1@180
 #SBATCH --open-mode=append
 #SBATCH --output=%x-%j.out
 set -euo pipefail
@@ -44,6 +45,13 @@ export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-33554432}
 export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
 export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-268435456}
 export PYTHONUNBUFFERED=1
+# under sbatch: SLURM warns this shell 180 s before the time limit (#SBATCH --signal), and
+# the job is requeued: it starts again from the top, and fairseq-train goes on from
+# checkpoint_last.pt.  A shell hears a signal only between two commands, so the training runs
+# in the background there (heard).
+requeue() { echo "$0: the time limit is near: job $SLURM_JOB_ID requeued" >&2; scontrol requeue "$SLURM_JOB_ID"; wait; }  # wait: the training ends with the job, not after it
+if [ -n "${SLURM_JOB_ID:-}" ]; then trap requeue USR1; fi
+heard() { if [ -n "${SLURM_JOB_ID:-}" ]; then "$@" & wait $!; else "$@"; fi; }
 
 # the data: data-prep/prepare-iwslt16_de_en.sh prepares the same folder; a folder prepared
 # with other options stops the script here, one line naming both
@@ -56,22 +64,25 @@ fi
 RUN="$EXP"/mixer_ihead_mha_h8/seed1
 # mixer_ihead_mha_h8/seed1: train
 mkdir -p "$RUN"
-if [ "$NGPU" -gt 1 ]; then
-  torchrun --standalone --nproc_per_node "$NGPU" "$(command -v fairseq-train)" "$DATA"/bin \
-      --user-dir "$USER_DIR" --task translation --source-lang de --target-lang en \
-      --share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0 --lr 0.0005 \
-      --lr-scheduler inverse_sqrt --warmup-updates 4000 --warmup-init-lr 1e-07 --criterion label_smoothed_cross_entropy \
-      --label-smoothing 0.1 --dropout 0.1 --max-tokens 4096 --max-update 60000 \
-      --no-epoch-checkpoints --save-interval-updates 1000 --keep-interval-updates 10 --arch mixer_ihead_mha_h8 \
-      --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" --update-freq "$((1 / NGPU > 0 ? 1 / NGPU : 1))" 2>&1 | tee -a "$RUN"/train.log
-else
-  python -m fairseq_cli.train "$DATA"/bin --user-dir "$USER_DIR" --task translation --source-lang de \
-      --target-lang en --share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' \
-      --clip-norm 0.0 --lr 0.0005 --lr-scheduler inverse_sqrt --warmup-updates 4000 --warmup-init-lr 1e-07 \
-      --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --dropout 0.1 --max-tokens 4096 \
-      --max-update 60000 --no-epoch-checkpoints --save-interval-updates 1000 --keep-interval-updates 10 \
-      --arch mixer_ihead_mha_h8 --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" 2>&1 | tee -a "$RUN"/train.log
-fi
+train() {
+  if [ "$NGPU" -gt 1 ]; then
+    torchrun --standalone --nproc_per_node "$NGPU" "$(command -v fairseq-train)" "$DATA"/bin \
+        --user-dir "$USER_DIR" --task translation --source-lang de --target-lang en \
+        --share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' --clip-norm 0.0 --lr 0.0005 \
+        --lr-scheduler inverse_sqrt --warmup-updates 4000 --warmup-init-lr 1e-07 --criterion label_smoothed_cross_entropy \
+        --label-smoothing 0.1 --dropout 0.1 --max-tokens 4096 --max-update 60000 \
+        --no-epoch-checkpoints --save-interval-updates 1000 --keep-interval-updates 10 --arch mixer_ihead_mha_h8 \
+        --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" --update-freq "$((1 / NGPU > 0 ? 1 / NGPU : 1))" 2>&1 | tee -a "$RUN"/train.log
+  else
+    python -m fairseq_cli.train "$DATA"/bin --user-dir "$USER_DIR" --task translation --source-lang de \
+        --target-lang en --share-all-embeddings --optimizer adam --adam-betas '(0.9, 0.98)' \
+        --clip-norm 0.0 --lr 0.0005 --lr-scheduler inverse_sqrt --warmup-updates 4000 --warmup-init-lr 1e-07 \
+        --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --dropout 0.1 --max-tokens 4096 \
+        --max-update 60000 --no-epoch-checkpoints --save-interval-updates 1000 --keep-interval-updates 10 \
+        --arch mixer_ihead_mha_h8 --seed 1 --save-dir "$RUN" "${TRAIN_DEVICE[@]}" 2>&1 | tee -a "$RUN"/train.log
+  fi
+}
+heard train
 # mixer_ihead_mha_h8/seed1: generate
 mkdir -p "$RUN"/gen-test
 python -m fairseq_cli.generate "$DATA"/bin --user-dir "$USER_DIR" --task translation --source-lang de \

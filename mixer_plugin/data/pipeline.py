@@ -1,18 +1,25 @@
 """The steps every recipe runs on its text, raw -> tok -> subword -> binarize, each one a
-``Workspace.run_step``, and ``prep.json``, which says how to undo them."""
+``Workspace.run_step``, and ``prep.json``, which says how to undo them.  ``--print-steps``
+prints them as commands (``--step NAME`` runs one), which data-prep/prepare-<dataset>.sh runs."""
 
 import json
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..files import atomic_path
+from ..paths import shown
 from .binarize import fairseq_preprocess
 from .subwords import apply_bpe, apply_spm, learn_bpe, learn_spm
 from .text import count_lines, read_lines, write_lines
 from .tokenize import clean_pairs, moses_tokenize, train_truecaser, truecase
-from .workspace import PrepError, Workspace, say
+from .workspace import ONE_STEP, PrepError, Workspace, say, without
+
+# the options a printed step leaves out: it names its own --root and --step, and a --force
+# on every step would redo the ones before it
+PLACE_OF_A_STEP = {"--root": 1, "--force": 0, **ONE_STEP}
 
 
 @dataclass
@@ -31,7 +38,8 @@ class Parallel:
     valid_every: Optional[int] = None  # valid = every k-th pair of the cleaned train (Edunov et al.)
     presegmented: bool = False  # raw text already tokenized and split into subwords (Google's WMT16)
     truncate_src: Optional[int] = None  # keep the first k tokens of every source (See et al.: 400)
-    binarizer: Optional[Callable] = None  # replaces the translation binarize step
+    binarizer: Optional[Callable] = None  # replaces the translation binarize step (a classifier's two dictionaries)
+    preprocess_flags: List[str] = field(default_factory=list)  # more fairseq-preprocess flags (a capped dictionary)
     extra: dict = field(default_factory=dict)  # recorded in prep.json
 
 
@@ -57,11 +65,25 @@ class Pipeline:
         self.groups = [self.L] if not self.args.separate_vocab else [[lang] for lang in self.L]
 
     def run(self, write_raw: Callable[[Path], Optional[dict]]) -> dict:
-        ws, spec, args = self.ws, self.spec, self.args
+        ws, args = self.ws, self.args
+        steps = self.steps(write_raw)
+        if args.print_steps:
+            print(self.printed(steps))
+            return {}
+        names = [name for name, *_ in steps]
+        if args.step and args.step not in names:
+            raise PrepError(f"--step {args.step}: this run has no such step (--no-binarize stops after subword)")
+        target = args.step or names[-1]
+        info = {}
+        for name, options, fn, _ in steps[: names.index(target) + 1]:
+            info[name] = ws.run_step(name, options, fn, done_only=bool(args.step) and name != target)
+        return self.manifest(info["raw"], info["tok"]) if target == names[-1] else {}
+
+    def steps(self, write_raw: Callable[[Path], Optional[dict]]) -> List[Tuple[str, dict, Callable[[], dict], str]]:
+        """(name, the options its marker records, what runs it, what it does in words) of each step."""
+        spec, args = self.spec, self.args
         # the direction too: the same root prepared the other way round reads other files
-        raw_info = ws.run_step(
-            "raw", {"splits": spec.splits, "src": spec.src, "tgt": spec.tgt, **spec.extra}, lambda: self.raw(write_raw)
-        )
+        raw_opts = {"splits": spec.splits, "src": spec.src, "tgt": spec.tgt, **spec.extra}
         tok_opts = {
             "tokenize": spec.tokenize,
             "lowercase": args.lowercase,
@@ -73,7 +95,6 @@ class Pipeline:
             "valid_every": spec.valid_every,
             "truncate_src": spec.truncate_src,
         }
-        tok_info = ws.run_step("tok", tok_opts, self.tok)
         sub_opts = {
             "subword": args.subword,
             "vocab": args.vocab,
@@ -81,11 +102,82 @@ class Pipeline:
             "spm_type": args.spm_type if args.subword == "spm" else None,
             "presegmented": spec.presegmented,
         }
-        ws.run_step("subword", sub_opts, self.subword)
+        out = [
+            ("raw", raw_opts, lambda: self.raw(write_raw), self.said_raw()),
+            ("tok", tok_opts, self.tok, self.said_tok()),
+            ("subword", sub_opts, self.subword, self.said_subword()),
+        ]
         if not args.no_binarize:
-            binarizer = spec.binarizer or (lambda w, s: binarize(w, s, joint=not args.separate_vocab))
-            ws.run_step("binarize", {**sub_opts, "splits": list(spec.splits)}, lambda: binarizer(ws, spec))
-        return self.manifest(raw_info, tok_info)
+            out.append(
+                (
+                    "binarize",
+                    {**sub_opts, "splits": list(spec.splits)},
+                    self.binarize,
+                    (spec.binarizer.__doc__ or "the recipe's own fairseq-preprocess commands").strip()
+                    if spec.binarizer
+                    else "fairseq-preprocess into bin/ (the step adds --destdir: bin/ is written whole or not at all)"
+                    + ", then prep.json",
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------- printed
+    def printed(self, steps: List[Tuple[str, dict, Callable[[], dict], str]]) -> str:
+        """The steps as commands a user can run one by one, each after a comment saying what it
+        does; the binarize step carries its fairseq-preprocess command after ``--``."""
+        ws, args = self.ws, self.args
+        root = str(args.root) if args.root else shown(ws.root)
+        mine = {**PLACE_OF_A_STEP, **{flag: 1 for flag in ws.fixed if flag.startswith("--")}}
+        base = [
+            "python",
+            "-m",
+            "mixer_plugin.recipes",
+            ws.recipe,
+            *without(args.argv, mine),
+            "--root",
+            root,
+        ]
+        lines, force = [], ["--force"] if args.force else []  # redoes the steps once, from the first
+        for name, _, _, said in steps:
+            tail, force = force, []
+            if name == "binarize" and not self.spec.binarizer:
+                tail += ["--", "fairseq-preprocess", *self.preprocess_argv(Path(root))]
+            lines += [f"# {name}: {said}", shlex.join([*base, "--step", name, *tail])]
+        return "\n".join(lines)
+
+    def said_raw(self) -> str:
+        spec = self.spec
+        splits = "; ".join(f"{split} = {what}" for split, what in spec.splits.items())
+        return f"the text as released, one segment a line in raw/<split>.<lang> ({splits})"
+
+    def said_tok(self) -> str:
+        spec, args = self.spec, self.args
+        words = {
+            "moses": "Moses tokenizer (sacremoses)"
+            + (", punctuation normalised" if spec.normalize else "")
+            + (", -a" if spec.aggressive_dash else ""),
+            "none": "no tokenizer (the subword model reads raw text)",
+            "pretokenized": "the release's own tokenization, kept",
+        }[spec.tokenize]
+        more = [
+            args.lowercase and "lowercased",
+            spec.truecase and "truecased (a model learned on train)",
+            spec.clean and "train cleaned to {}-{} tokens, length ratio {}".format(*spec.clean),
+            spec.valid_every and f"valid = one pair in {spec.valid_every} of train",
+            spec.truncate_src and f"sources cut to {spec.truncate_src} tokens",
+        ]
+        return "; ".join([words, *[m for m in more if m]])
+
+    def said_subword(self) -> str:
+        spec, args = self.spec, self.args
+        if spec.presegmented:
+            return "the release's own BPE, kept"
+        kind = (
+            f"BPE (subword-nmt), {args.vocab} merges"
+            if args.subword == "bpe"
+            else f"sentencepiece {args.spm_type}, {args.vocab} pieces"
+        )
+        return f"{kind}, {'one model per language' if args.separate_vocab else 'one joint model'}, learned on train"
 
     # ------------------------------------------------------------------ steps
     def raw(self, write_raw: Callable[[Path], Optional[dict]]) -> dict:
@@ -211,6 +303,38 @@ class Pipeline:
                         write_lines(tmp / f"{split}.{lang}", apply(read_lines(tok / f"{split}.{lang}")))
         return {}
 
+    def preprocess_argv(self, root: Path) -> List[str]:
+        """fairseq-preprocess's flags for this data in ``root``, less --destdir (the binarize step's own)."""
+        spec, sub = self.spec, root / "subword"
+        tests = [s for s in spec.splits if s.startswith("test")]
+        argv = ["--source-lang", spec.src]
+        if not spec.monolingual:
+            argv += ["--target-lang", spec.tgt]
+        argv += ["--trainpref", str(sub / "train")]
+        if "valid" in spec.splits:
+            argv += ["--validpref", str(sub / "valid")]
+        if tests:
+            argv += ["--testpref", ",".join(str(sub / t) for t in tests)]
+        if spec.monolingual:
+            argv += ["--only-source"]
+        elif not self.args.separate_vocab:
+            argv += ["--joined-dictionary"]
+        return [*argv, *spec.preprocess_flags, "--workers", str(self.args.workers)]
+
+    def binarize(self) -> dict:
+        """fairseq-preprocess into bin/: the recipe's own binarizer, else the command after ``--``
+        (``--step binarize -- fairseq-preprocess FLAGS``), else ``preprocess_argv``."""
+        ws, spec, given = self.ws, self.spec, self.args.preprocess
+        if spec.binarizer:
+            if given:
+                raise PrepError(f"{ws.recipe} binarizes with commands of its own: give none after --")
+            return spec.binarizer(ws, spec)
+        argv = preprocess_flags(given) if given else self.preprocess_argv(ws.root)
+        with atomic_path(ws.dir("bin")) as tmp:
+            tmp.mkdir(parents=True)
+            fairseq_preprocess([*argv, "--destdir", str(tmp)], ws.root / "preprocess.log")
+        return {"preprocess": shlex.join(argv)} if given else {}
+
     # ---------------------------------------------------------------- manifest
     def manifest(self, raw_info: dict, tok_info: dict) -> dict:
         ws, spec, args = self.ws, self.spec, self.args
@@ -252,30 +376,13 @@ class Pipeline:
         return manifest
 
 
-def binarize(ws: Workspace, spec: Parallel, joint: bool) -> dict:
-    sub = ws.dir("subword")
-    tests = [s for s in spec.splits if s.startswith("test")]
-    with atomic_path(ws.dir("bin")) as tmp:
-        tmp.mkdir(parents=True)
-        argv = [
-            "--source-lang",
-            spec.src,
-            "--trainpref",
-            str(sub / "train"),
-            "--destdir",
-            str(tmp),
-            "--workers",
-            str(ws.args.workers),
-        ]
-        if "valid" in spec.splits:
-            argv += ["--validpref", str(sub / "valid")]
-        if tests:
-            argv += ["--testpref", ",".join(str(sub / t) for t in tests)]
-        if spec.monolingual:
-            argv += ["--only-source"]
-        else:
-            argv += ["--target-lang", spec.tgt]
-            if joint:
-                argv += ["--joined-dictionary"]
-        fairseq_preprocess(argv, ws.root / "preprocess.log")
-    return {}
+def preprocess_flags(command: List[str]) -> List[str]:
+    """The flags of the fairseq-preprocess command given after ``--``."""
+    for program in (["fairseq-preprocess"], ["python", "-m", "fairseq_cli.preprocess"]):
+        if command[: len(program)] == program:
+            flags = command[len(program) :]
+            if any(f.split("=")[0] == "--destdir" for f in flags):
+                raise PrepError("--destdir is the binarize step's own (bin/ of --root, written whole): leave it out")
+            return flags
+    said = shlex.join(command[:3])
+    raise PrepError(f"after --, the binarize step takes a fairseq-preprocess command, not {said} ...")

@@ -29,18 +29,28 @@ def say(msg: str) -> None:
     print(f"[mixer-prepare {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-class Workspace:
-    """The output root of one recipe run, with its step markers."""
+# the steps of every recipe, in order (``pipeline.Pipeline``); ``--step NAME`` runs one of them
+STEPS = ("raw", "tok", "subword", "binarize")
 
-    def __init__(self, root: Path, args: argparse.Namespace, recipe: str):
+
+class Workspace:
+    """The output root of one recipe run, with its step markers.  ``fixed``: the arguments the
+    recipe's name stands for (``--src en --tgt de`` of wmt17_en_de), left out of the commands
+    the steps are printed as."""
+
+    def __init__(self, root: Path, args: argparse.Namespace, recipe: str, fixed: Sequence[str] = ()):
         self.root = Path(root)
         self.recipe = recipe
         self.args = args
+        self.fixed = list(fixed)
         self.downloads = Path(args.download_dir) if args.download_dir else self.root / "downloads"
         self.user_downloads = list(args.downloads or [])
         self.offline = args.offline
         self.steps = self.root / ".steps"
-        self.command = " ".join(["python", shown(sys.argv[0]), *map(shlex.quote, sys.argv[1:])])
+        # as prep.json records it: what was asked for, not which step of it this run did
+        self.command = " ".join(["python", shown(sys.argv[0]), *map(shlex.quote, without(sys.argv[1:], ONE_STEP))])
+        if getattr(args, "print_steps", False):  # prints, touches nothing
+            return
         if args.force and self.root.exists():
             for name in ("raw", "tok", "subword", "bin", "ref", ".steps", "prep.json"):
                 p = self.root / name
@@ -52,9 +62,12 @@ class Workspace:
     def dir(self, name: str) -> Path:
         return self.root / name
 
-    def run_step(self, name: str, options: dict, fn: Callable[[], Optional[dict]]) -> dict:
-        """Run ``fn`` unless ``name`` finished before with the same options."""
+    def run_step(self, name: str, options: dict, fn: Callable[[], Optional[dict]], done_only: bool = False) -> dict:
+        """Run ``fn`` unless ``name`` finished before with the same options; ``done_only``: a step
+        before the one ``--step`` asks for, which must have finished."""
         marker = self.steps / f"{name}.json"
+        if done_only and not marker.is_file():
+            raise PrepError(f"step {name} is not done in {self.root}: run --step {name} first (--print-steps)")
         if marker.is_file():
             done = json.loads(marker.read_text())
             stored = done.get("options") or {}
@@ -79,8 +92,25 @@ class Workspace:
         return info
 
 
+class RecipeParser(argparse.ArgumentParser):
+    """A recipe's options, and after ``--`` the fairseq-preprocess command its binarize step
+    runs (``--step binarize -- fairseq-preprocess FLAGS``), kept whole in ``args.preprocess``;
+    ``args.argv`` is the command line without it."""
+
+    def parse_args(
+        self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None
+    ) -> argparse.Namespace:
+        argv = list(sys.argv[1:] if args is None else args)
+        argv, tail = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+        out = super().parse_args(argv, namespace)
+        if tail and out.step != "binarize":
+            self.error("a command after -- is the binarize step's: --step binarize -- fairseq-preprocess FLAGS")
+        out.argv, out.preprocess = argv, tail
+        return out
+
+
 def common_parser(recipe: str, doc: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = RecipeParser(
         prog=f"mixer-prepare {recipe}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--root", type=Path, help=f"output folder [work/data/{recipe}]")
@@ -100,6 +130,17 @@ def common_parser(recipe: str, doc: str) -> argparse.ArgumentParser:
         help="processes for tokenisation, BPE and fairseq-preprocess",
     )
     p.add_argument("--no-binarize", action="store_true", help="stop after the subword step")
+    p.add_argument(
+        "--step",
+        choices=STEPS,
+        help="run this step alone (the steps before it must be done): one of the commands --print-steps prints",
+    )
+    p.add_argument(
+        "--print-steps",
+        action="store_true",
+        help="print the steps as commands, one a line with what each does, and run none "
+        "(data-prep/prepare-<dataset>.sh runs them so; copy one, edit it, run it)",
+    )
     return p
 
 
@@ -143,22 +184,31 @@ def add_subword_args(
 # the options of every recipe that say where its files go and how it runs, not what it prepares
 # (flag -> how many values follow): left out of a prepared folder's name and of the arguments
 # its prep.json records
-PLACE = {"--root": 1, "--downloads": 1, "--download-dir": 1, "--workers": 1, "--offline": 0, "--force": 0}
+# which step of it runs and whether it is printed are not what it prepares either
+ONE_STEP = {"--step": 1, "--print-steps": 0}
+PLACE = {"--root": 1, "--downloads": 1, "--download-dir": 1, "--workers": 1, "--offline": 0, "--force": 0, **ONE_STEP}
+
+
+def without(argv: Sequence[str], flags: dict) -> List[str]:
+    """``argv`` less ``flags`` (flag -> how many values follow; ``--flag=value`` too) and less
+    everything from ``--`` on (the binarize step's own command)."""
+    argv = list(argv)
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    out, tokens = [], iter(argv)
+    for token in tokens:
+        name, eq, _ = token.partition("=")
+        if name in flags:
+            for _ in range(0 if eq else flags[name]):
+                next(tokens, None)
+            continue
+        out.append(token)
+    return out
 
 
 def arguments(argv: Sequence[str], fixed: Sequence[str] = ()) -> List[str]:
     """What a recipe is asked to prepare: its command line (``argv``) less the recipe name's own
     ``fixed`` arguments (``--src en --tgt de`` of wmt17_en_de) and the options of ``PLACE``."""
-    drop = {**PLACE, **{flag: 1 for flag in fixed if flag.startswith("--")}}
-    out, tokens = [], iter(argv)
-    for token in tokens:
-        name, eq, _ = token.partition("=")
-        if name in drop:
-            for _ in range(0 if eq else drop[name]):
-                next(tokens, None)
-            continue
-        out.append(token)
-    return out
+    return without(argv, {**PLACE, **{flag: 1 for flag in fixed if flag.startswith("--")}})
 
 
 def variant(prepare: Sequence[str]) -> str:

@@ -26,6 +26,7 @@ from ..paths import PLUGIN, PYTHON, WORK
 from ..recipes import asked, recipes
 from .argv import flag_value
 from .commands import ALLOCATOR_ENV, DEVICE_FLAGS, PRECISIONS, ddp_update_freq
+from .executors import SIGNAL_DELAY_S
 from .spec import Experiment, duration
 from .stages import Stage, chains, prepare_stages, run_dir
 
@@ -219,7 +220,10 @@ class Script:
                 if s.log.parent not in made:
                     out.append(f"mkdir -p {self.word(str(s.log.parent))}")
                     made.add(s.log.parent)
-                out += [self.command(s, i, c, j, self.word(str(s.log))) for j in range(len(s.commands))]
+                lines = [self.command(s, i, c, j, self.word(str(s.log))) for j in range(len(s.commands))]
+                if s.name == "train":  # the long one: SLURM's warning must be heard while it runs
+                    lines = ["train() {", *(textwrap.indent(x, "  ") for x in lines), "}", "heard train"]
+                out += lines
             out.append("")
             self.places = self.base_places
         return out
@@ -232,7 +236,8 @@ class Script:
     def sbatch(self) -> List[str]:
         """The #SBATCH header, from the file's ``cluster:`` as ``mixer-run --executor slurm`` reads
         it: GPUs only where the row asks for them, its time limit, a CPU a thread, requeued when
-        preempted, and the log of every start of the job appended to one file."""
+        preempted or warned of its time limit (``settings``), and the log of every start of the job
+        appended to one file."""
         c = self.exp.cluster
         minutes = math.ceil(duration(c.time_limit, "cluster.time_limit") / 60)
         return [
@@ -243,6 +248,7 @@ class Script:
             f"#SBATCH --cpus-per-task={self.exp.threads or 2}",
             f"#SBATCH --time={minutes}",
             "#SBATCH --requeue",
+            f"#SBATCH --signal=B:USR1@{SIGNAL_DELAY_S}",
             "#SBATCH --open-mode=append",
             "#SBATCH --output=%x-%j.out",
         ]
@@ -305,6 +311,14 @@ class Script:
             "# glibc's allocator as mixer-run sets it (experiments/commands.py); a value exported before wins",
             *(f"export {k}=${{{k}:-{v}}}" for k, v in ALLOCATOR_ENV.items()),
             "export PYTHONUNBUFFERED=1",
+            f"# under sbatch: SLURM warns this shell {SIGNAL_DELAY_S} s before the time limit (#SBATCH --signal), and",
+            "# the job is requeued: it starts again from the top, and fairseq-train goes on from",
+            "# checkpoint_last.pt.  A shell hears a signal only between two commands, so the training runs",
+            "# in the background there (heard).",
+            'requeue() { echo "$0: the time limit is near: job $SLURM_JOB_ID requeued" >&2; '
+            'scontrol requeue "$SLURM_JOB_ID"; wait; }  # wait: the training ends with the job, not after it',
+            'if [ -n "${SLURM_JOB_ID:-}" ]; then trap requeue USR1; fi',
+            'heard() { if [ -n "${SLURM_JOB_ID:-}" ]; then "$@" & wait $!; else "$@"; fi; }',
             "",
         ]
         return out

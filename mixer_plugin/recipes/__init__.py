@@ -5,6 +5,8 @@ steps every dataset shares are ``mixer_plugin.data``.  See docs/data.md.
     mixer-prepare --list
     mixer-prepare --where RECIPE [options]            # the folder it prepares by default
     mixer-prepare --check RECIPE --root DIR [options] # exit 2, one line: DIR was prepared otherwise
+    mixer-prepare RECIPE [options] --print-steps      # its steps as commands, one each (data-prep runs them)
+    mixer-prepare RECIPE [options] --step STEP        # one of them
 
 Each module declares ``RECIPES = {name: fixed arguments}``: most serve one name
 (``iwslt14_de_en``), ``wmt17`` serves every WMT'17 pair (``wmt17_en_de`` =
@@ -13,7 +15,9 @@ recipe's own options.  They are part of the package, so an installed plugin prep
 any folder.
 """
 
+import contextlib
 import importlib
+import io
 import json
 import pkgutil
 import shlex
@@ -81,6 +85,20 @@ def check(name: str, root: Path, argv: Sequence[str]) -> None:
             f"{root} was prepared with {said(had)}, and this asks for {said(want)}: prepare "
             f"{shown(data_root(name, want))} (mixer-prepare {shlex.join([name, *want])}) or name another DATA"
         )
+
+
+def printed_steps(name: str, argv: Sequence[str] = ()) -> str:
+    """What ``mixer-prepare NAME [argv] --print-steps`` prints: the comment block of each
+    data-prep script shows it for the script's defaults."""
+    module, fixed = recipes()[name]
+    out, before = io.StringIO(), sys.argv
+    sys.argv = [module.__name__, *fixed, *argv, "--print-steps"]  # what mixer-prepare runs
+    try:
+        with contextlib.redirect_stdout(out):
+            module.main(sys.argv[1:])
+    finally:
+        sys.argv = before
+    return out.getvalue()
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -25,6 +25,7 @@ SPLITS = ("train", "valid", "test")
 
 
 def binarize(ws: Workspace, spec: Parallel) -> dict:
+    """fairseq-preprocess --only-source twice, input0/ (the text) and label/, into bin/, then prep.json"""
     sub, raw = ws.dir("subword"), ws.dir("raw")
     with atomic_path(ws.dir("bin")) as tmp:
         tmp.mkdir(parents=True)

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import List, Optional
 
 from mixer_plugin.data.archives import find_member, member_lines, read_member
-from mixer_plugin.data.binarize import fairseq_preprocess
 from mixer_plugin.data.fetch import Download, fetch
 from mixer_plugin.data.pipeline import Parallel, run_pipeline
 from mixer_plugin.data.text import write_lines
@@ -37,7 +36,6 @@ from mixer_plugin.data.workspace import (
     main_wrapper,
     resolve_root,
 )
-from mixer_plugin.files import atomic_path
 
 RECIPE = "wmt16_en_de"
 RECIPES = {RECIPE: []}
@@ -92,7 +90,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             tokenize="pretokenized",
             presegmented=True,
             extra={"variant": "google", "moses_tokenized_input": True},
-            binarizer=lambda ws_, spec_: binarize_google(ws_, spec_),
+            # fairseq's scaling_nmt README: a joined dictionary capped at 32768 types
+            preprocess_flags=["--nwordssrc", "32768", "--nwordstgt", "32768"],
         )
         run_pipeline(ws, spec, lambda out: google_raw(ws, out))
     else:
@@ -115,38 +114,6 @@ def main(argv: Optional[List[str]] = None) -> None:
                 ws, out, RAW_CORPORA, "en", "de", ["dev-wmt17.tgz"], valid, ["test-full.tgz"], {"test": "newstest2014"}
             ),
         )
-
-
-def binarize_google(ws: Workspace, spec: Parallel) -> dict:
-    """fairseq's scaling_nmt README: a joined dictionary capped at 32768 types."""
-    sub = ws.dir("subword")
-    with atomic_path(ws.dir("bin")) as tmp:
-        tmp.mkdir(parents=True)
-        fairseq_preprocess(
-            [
-                "--source-lang",
-                "en",
-                "--target-lang",
-                "de",
-                "--trainpref",
-                str(sub / "train"),
-                "--validpref",
-                str(sub / "valid"),
-                "--testpref",
-                str(sub / "test"),
-                "--destdir",
-                str(tmp),
-                "--nwordssrc",
-                "32768",
-                "--nwordstgt",
-                "32768",
-                "--joined-dictionary",
-                "--workers",
-                str(ws.args.workers),
-            ],
-            ws.root / "preprocess.log",
-        )
-    return {}
 
 
 if __name__ == "__main__":

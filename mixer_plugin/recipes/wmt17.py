@@ -137,7 +137,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         add_subword_args(p, kind="bpe", vocab=32000)
     args = p.parse_args(argv)
     recipe = f"wmt17_{args.src}_{args.tgt}"
-    ws = Workspace(resolve_root(args, recipe, argv, ["--src", args.src, "--tgt", args.tgt]), args, recipe)
+    fixed = ["--src", args.src, "--tgt", args.tgt]
+    ws = Workspace(resolve_root(args, recipe, argv, fixed), args, recipe, fixed)
     if ihead:
         tests = {"test": "newstest2014", "test1": "newstest2015", "test2": "newstest2016", "test3": "newstest2017"}
         spec = Parallel(
