@@ -78,7 +78,15 @@ def cpu_identity(cpuinfo: str) -> Dict[str, str]:
     numbers = [f"{key} {fields[key]}" for key in ("cpu family", "model", "stepping") if key in fields]
     if numbers:
         identity["cpu_id"] = ", ".join(numbers)  # "cpu family 6, model 207, stepping 2"
+    if "flags" in fields:
+        # bfloat16 arithmetic in hardware (AVX512-BF16 or AMX): without it a CPU emulates bf16,
+        # slower than fp32, and a table trained in bf16 on it would be slower for nothing
+        have = [flag for flag in BF16_FLAGS if flag in fields["flags"].split()]
+        identity["bf16"] = " ".join(have) if have else "none"
     return identity
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo's names
 
 
 @functools.lru_cache(maxsize=None)

@@ -124,3 +124,57 @@ def test_a_partner_the_other_file_does_not_have_is_one_line_naming_it(tmp_path):
     with pytest.raises(SystemExit) as e:
         depth.pairs(load(deep_path))
     assert "beside.rows names 'nope', no row of shallow.yaml" in str(e.value)
+
+
+def test_the_pilots_table_reads_each_precisions_benchmark(tmp_path):
+    """The pilot's speeds, one row per mixer, depth and width, from the benchmark's files of each
+    precision: the ratio of the two, and the hours of a planned run at the faster."""
+    import json
+
+    from mixer_plugin.experiments import pilot
+
+    def bench(precision, speeds):
+        path = tmp_path / pilot.PILOT.format(precision)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"cpu": "AMD EPYC", "date": "2026-12-07 07:07 UTC", "updates": 60, "load_start": "0.10 0.20 0.30"}
+        path.write_text(json.dumps({"meta": meta, "rows": [{"model": m, "ups": u} for m, u in speeds.items()]}))
+
+    assert pilot.speed_table(tmp_path).startswith("Not measured yet")
+    bench("fp32", {"transformer_2x2_d256": 2.0, "multinn_2x2_d256": 1.0, "transformer_6x6_d128": 1.0})
+    bench("bf16", {"transformer_2x2_d256": 3.0, "multinn_2x2_d256": 1.25})
+    lines = pilot.speed_table(tmp_path).splitlines()
+    assert lines[0] == (
+        "| row | layers | d | fp32 updates/s | bf16 updates/s | bf16 ÷ fp32 | hours for 10,000 updates, "
+        "the faster precision |"
+    )
+    assert lines[2:5] == [
+        "| `transformer` | 2+2 | 256 | 2.00 | 3.00 | 1.50x | 0.9 |",
+        "| `multinn` | 2+2 | 256 | 1.00 | 1.25 | 1.25x | 2.2 |",
+        "| `transformer` | 6+6 | 128 | 1.00 |  |  | 2.8 |",
+    ]
+
+
+def test_the_pilots_peak_line_says_whether_its_rule_or_its_cap_ended_it(monkeypatch):
+    """A pilot training ended by its rule (2,000 updates without a better valid BLEU: patience
+    8 at a validation every 250) is said to be; one its cap ended sooner after its peak is
+    "still improving"; the hours are fairseq's clock, validations in."""
+    from mixer_plugin.experiments import pilot
+    from mixer_plugin.experiments.record import RunRecord
+
+    def record(bleus, seed):
+        valid = [{"num_updates": 250 * (i + 1), "bleu": b, "loss": 5.0} for i, b in enumerate(bleus)]
+        train = [{"num_updates": v["num_updates"], "wall": v["num_updates"] * 2.0} for v in valid]
+        last = valid[-1]["num_updates"]
+        return RunRecord("depth_pilot_peak", "transformer_6x6_d128", seed, 1000, last, train, valid, {}, None)
+
+    peaked = record([1, 2, 9, *[8] * 8], seed=1)  # best at 750, 8 validations without better: 2,750
+    capped = record([1, 2, 3, 4, 5, 6, 5, 4], seed=2)  # best at 1,500, the cap at 2,000
+    monkeypatch.setattr(pilot, "kept_records", lambda exp: {"transformer_6x6_d128": [peaked, capped]})
+    lines = pilot.peak_lines().splitlines()
+    assert lines[0] == (
+        "- `transformer_6x6_d128` (seed 1, 1,000 parameters): valid bleu (greedy) peaked at update 750 at 9.00; "
+        "its rule ended it at update 2,750. 1.53 h by the clock to its last update, validations in (0.50 updates/s)."
+    )
+    assert (
+        "its cap ended it at update 2,000, 500 updates after the peak, fewer than the rule's 2,000: still " in lines[1]
+    )

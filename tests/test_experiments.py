@@ -221,6 +221,43 @@ def test_the_stamp_tells_cpus_of_one_generic_name_apart(cpuinfo, identity):
         assert machine()["cpu_id"].startswith("cpu family ")
 
 
+def test_the_stamp_says_whether_the_cpu_does_bfloat16(monkeypatch):
+    """bf16 trains only where the CPU does it in hardware (AVX512-BF16 or AMX), fp32 elsewhere:
+    the stamp records which, and the runner refuses PRECISION=bf16 on a CPU without it (emulated,
+    slower than fp32); building commands for such a machine (a row script) is not refused."""
+    from mixer_plugin.experiments import commands
+    from mixer_plugin.files import cpu_identity
+
+    amd = "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f {}\n"
+    assert cpu_identity(amd.format("avx512_bf16 avx512_vnni"))["bf16"] == "avx512_bf16"
+    assert cpu_identity(amd.format("avx512_vnni"))["bf16"] == "none"
+    monkeypatch.setenv("PRECISION", "bf16")
+    monkeypatch.setenv("NGPU", "0")
+    monkeypatch.setattr(commands, "machine", lambda: cpu_identity(amd.format("avx512_vnni")))
+    with pytest.raises(ValueError, match=r"^PRECISION=bf16: this CPU \(AMD EPYC\) has no bfloat16 in hardware"):
+        commands.bf16_here()
+    assert commands.precision() == ["--bf16"]
+    monkeypatch.setattr(commands, "machine", lambda: cpu_identity(amd.format("avx512_bf16")))
+    commands.bf16_here()
+    monkeypatch.setenv("NGPU", "1")  # a GPU does bf16 itself
+    monkeypatch.setattr(commands, "machine", lambda: cpu_identity(amd.format("")))
+    commands.bf16_here()
+
+
+def test_the_runners_commands_sleep_between_parallel_regions(monkeypatch):
+    """Beside another busy process, OpenMP threads that spin between parallel regions slow both
+    (issue 96: 0.58 against 0.83 updates/s): the runner's commands sleep (OMP_WAIT_POLICY=PASSIVE)
+    unless the user set a policy, and the progress line says which."""
+    from mixer_plugin.experiments.commands import command_env, threading_said
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert command_env(2)["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert threading_said(command_env(2)) == "2 threads, OpenMP PASSIVE"
+    assert "OMP_WAIT_POLICY" not in command_env()  # a benchmark on every core, as the library runs
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert threading_said(command_env(2)) == "2 threads, OpenMP ACTIVE"
+
+
 def test_a_rerender_that_changes_nothing_leaves_the_file_alone(finished, monkeypatch):
     """A resumed campaign re-renders its table at start and after each run: when nothing but
     the clock changed, the file (and so --commit) is left alone. It used to rewrite the

@@ -109,6 +109,7 @@ def test_a_paused_campaign_continues_and_ends_as_an_uninterrupted_one(tmp_path, 
     assert proc.wait(60) == 75, c.log[-20:]
     out = "\n".join(c.log)
     assert "SIGUSR1: pausing" in out and "paused by SIGUSR1; trainings ended at a checkpoint" in out, out
+    assert re.search(r"train: started \(\S+; \d+ threads, OpenMP PASSIVE, fp32\)", out), out  # how it trains
     log = (c.run / "train.log").read_text()
     saved = re.findall(r"Saved checkpoint \S+ \(epoch \d+ @ (\d+) updates", log)
     assert f"train: paused after its checkpoint of update {saved[-1]} " in out, out

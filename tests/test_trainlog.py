@@ -172,6 +172,7 @@ def fake_training(tmp_path, before, then, rule=RULE):
     fairseq flags ``rule``, replays ``then``."""
     from mixer_plugin.experiments.stages import Stage
 
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
     (tmp_path / "then.log").write_text("\n".join(log_lines([then])[1:]) + "\n")
     write_log(tmp_path / "train.log", [before])
@@ -244,6 +245,28 @@ def test_a_pausing_runner_ends_a_training_right_after_its_next_checkpoint(rule, 
         running.execute(stage, threads=1, say=lambda s: None, pausing=lambda: True)
     assert valid_updates(stage.log) == [250, 500]
     assert "(epoch 1 @ 500 updates" in (tmp_path / "checkpoint_last.pt").read_text()
+
+
+def test_a_training_that_cannot_reach_its_cap_in_time_ends_at_its_first_checkpoint(tmp_path, monkeypatch):
+    """Given a deadline (the runner's --stop-after), a training whose updates left to its
+    --max-update, at the speed of this start by the clock, end after it is ended at its first
+    checkpoint, saying why (StageTooLong, a pause: it continues from there where time allows);
+    with the time, the same training runs to its end."""
+    import time
+
+    from mixer_plugin.experiments import running
+
+    monkeypatch.setattr(running, "STOP_POLL", 0.05)
+    no_rule = RULE[:-2]
+    short = fake_training(tmp_path / "short", KILLED, RESUMED, rule=[*no_rule, "--max-update", "100000000"])
+    with pytest.raises(running.StageTooLong, match=r"cannot end in the time it was given: at [\d.]+ updates/s .*"
+                       r"its 99,999,000 updates to --max-update 100,000,000 take about .*, and --stop-after "
+                       r"leaves 0:[0-5]\d; ended after its checkpoint of update 1,000"):  # fmt: skip
+        running.execute(stage=short, threads=1, say=lambda s: None, deadline=time.monotonic() + 60)
+    assert valid_updates(short.log) == [250, 500, 750, 1000]
+    enough = fake_training(tmp_path / "enough", KILLED, RESUMED, rule=[*no_rule, "--max-update", "2000"])
+    running.execute(stage=enough, threads=1, say=lambda s: None, deadline=time.monotonic() + 3600)
+    assert valid_updates(enough.log) == [250, 500, 750, 1000, 1250, 1500, 1750, 2000]
 
 
 def test_a_pause_names_the_checkpoint_the_training_ended_at(tmp_path, monkeypatch):

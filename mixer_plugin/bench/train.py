@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..data.workspace import data_root
 from ..experiments.argv import drop_flag, shell
@@ -33,20 +33,20 @@ from ..experiments.commands import command_env, prep_manifest, train_command
 from ..experiments.spec_loader import load
 from . import mixers
 from .result_files import RESULTS, write_outputs
-from .run_record import command_line
+from .run_record import command_line, cpu_name
 
 WPS = re.compile(r"\| train_inner \|.*?wps=([\d.]+)")
+UPS = re.compile(r"\| train_inner \|.*?ups=([\d.]+)")
 
 
-def train_wps(argv: List[str], env: Dict[str, str]) -> float:
+def train_speed(argv: List[str], env: Dict[str, str]) -> Tuple[float, float]:
+    """fairseq's own (words/s, updates/s) of one training, over its logged intervals after the first."""
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env)
-    wps = [float(x) for x in WPS.findall(proc.stdout + proc.stderr)]
+    log = proc.stdout + proc.stderr
+    wps, ups = [float(x) for x in WPS.findall(log)], [float(x) for x in UPS.findall(log)]
     if proc.returncode != 0 or len(wps) < 2:
-        raise SystemExit(
-            f"mixer-bench train: error: fairseq-train failed or logged too little:\n"
-            f"{(proc.stdout + proc.stderr)[-2000:]}"
-        )
-    return statistics.mean(wps[1:])  # the first interval holds the start-up
+        raise SystemExit(f"mixer-bench train: error: fairseq-train failed or logged too little:\n{log[-2000:]}")
+    return statistics.mean(wps[1:]), statistics.mean(ups[1:])  # the first interval holds the start-up
 
 
 def layer_ratio(spec_flags: List[str], L: float) -> Optional[float]:
@@ -100,6 +100,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     env = command_env()  # all threads, the runner's allocator settings
     t0, load_start = time.time(), " ".join(f"{v:.2f}" for v in os.getloadavg())
     speeds = {m.name: [] for m in models}
+    updates = {m.name: [] for m in models}
     commands = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -125,8 +126,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                 # as a user types it on any machine: python, paths relative to the checkout, the
                 # throwaway save folder as $TMPDIR
                 commands[m.name] = shell(cmd).replace(tmp, "$TMPDIR")
-                speeds[m.name].append(train_wps(cmd, env))
-                print(f"round {r + 1} {m.name:28s} {speeds[m.name][-1]:9.0f} words/s", flush=True)
+                wps, ups = train_speed(cmd, env)
+                speeds[m.name].append(wps)
+                updates[m.name].append(ups)
+                print(f"round {r + 1} {m.name:28s} {wps:9.0f} words/s {ups:6.2f} updates/s", flush=True)
     base = statistics.median(speeds[models[0].name])
     mean_len = mean_length(data_root(models[0].data, models[0].prepare))
     rows = []
@@ -136,6 +139,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             {
                 "model": m.name,
                 "wps": wps,
+                "ups": statistics.median(updates[m.name]),
                 "rounds": speeds[m.name],
                 "speedup": wps / base,
                 "layer_ratio": layer_ratio(m.train, mean_len),
@@ -145,6 +149,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         "command": command_line(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "torch": torch.__version__,
+        "precision": os.environ.get("PRECISION", "fp32"),
+        "cpu": cpu_name(),
         "threads": torch.get_num_threads(),
         "load_start": load_start,
         "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
@@ -157,7 +163,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         f"# End-to-end training speed: {exp.name} (CPU)",
         "",
         f"- command: `{meta['command']}`",
-        f"- date: {meta['date']}; torch {meta['torch']}, {meta['threads']} threads; load average at start "
+        f"- date: {meta['date']}; {meta['cpu']}; torch {meta['torch']}, {meta['threads']} threads, "
+        f"{meta['precision']}; load average at start "
         f"{meta['load_start']}, at end {meta['load_end']}; wall {meta['wall_s']:.0f} s",
         f"- each model: the experiment's own fairseq-train flags, {args.updates} updates, fairseq's words/s "
         f"averaged over the logged intervals after the first; median of {args.rounds} rounds, models "
@@ -166,13 +173,13 @@ def main(argv: Optional[List[str]] = None) -> None:
         f"- layer ratio: `mixer-bench mixers`' encoder speed-up of the model's mixer at the L nearest the "
         f"training data's mean source length ({mean_len:.1f} tokens)",
         "",
-        "| model | train words/s | speed-up | per round | layer ratio |",
-        "|---|---:|---:|---|---:|",
+        "| model | train words/s | updates/s | speed-up | per round | layer ratio |",
+        "|---|---:|---:|---:|---|---:|",
     ]
     for r in rows:
         lr = f"{r['layer_ratio']:.2f}x" if r["layer_ratio"] else ""
         lines.append(
-            f"| `{r['model']}` | {r['wps']:,.0f} | {r['speedup']:.2f}x | "
+            f"| `{r['model']}` | {r['wps']:,.0f} | {r['ups']:.2f} | {r['speedup']:.2f}x | "
             f"{', '.join(f'{x:,.0f}' for x in r['rounds'])} | {lr} |"
         )
     lines += ["", f"One command in full: `{commands[models[0].name]}`", ""]

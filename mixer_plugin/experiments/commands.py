@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..files import BF16_FLAGS, machine
 from ..paths import PLUGIN, PYTHON
 from .argv import flag_value
 from .spec import Experiment, Model
@@ -58,18 +59,33 @@ ALLOCATOR_ENV = {
 }
 
 
+# OpenMP's threads, once a parallel region ends, spin waiting for the next one (the default,
+# ACTIVE) or sleep (PASSIVE).  Alone on its cores a training hardly notices; beside another busy
+# process the spinning threads take the cores the other needs and both crawl: a 2-thread training
+# beside one busy process ran at 0.58 updates/s spinning, 0.83 sleeping (1.35 alone; issue 96).
+# The runner's commands sleep, unless the user exported a policy of their own.
+WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def command_env(threads: Optional[int] = None, **extra: str) -> Dict[str, str]:
     """The environment of a stock fairseq command the runner or a benchmark starts:
     the allocator settings above unless already set, ``threads`` OpenMP / MKL threads
-    (None: the library's default, all cores), unbuffered output, then ``extra``."""
+    (None: the library's default, all cores) with ``WAIT_POLICY`` unless already set, unbuffered
+    output, then ``extra``."""
     env = {**ALLOCATOR_ENV, **os.environ, "PYTHONUNBUFFERED": "1"}
     if threads is None:
         env.pop("OMP_NUM_THREADS", None)
         env.pop("MKL_NUM_THREADS", None)
     else:
-        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        env = {**WAIT_POLICY, **env, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     env.update(extra)
     return env
+
+
+def threading_said(env: Dict[str, str]) -> str:
+    """How a command's threads run, as the progress line says it: ``2 threads, OpenMP PASSIVE``."""
+    threads = env.get("OMP_NUM_THREADS", "all")
+    return f"{threads} threads, OpenMP {env.get('OMP_WAIT_POLICY', 'default wait policy')}"
 
 
 PRECISIONS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
@@ -88,11 +104,22 @@ def beside_device(argv: List[str]) -> List[str]:
 
 def precision() -> List[str]:
     """``PRECISION=fp16|bf16``: fairseq's --fp16 / --bf16 for training and decoding (on
-    a GPU; fairseq-train --fp16 --cpu asserts CUDA)."""
+    a GPU; fairseq-train --fp16 --cpu asserts CUDA; --bf16 --cpu: ``bf16_here``)."""
     value = os.environ.get("PRECISION", "fp32")
     if value not in PRECISIONS:
         raise ValueError(f"PRECISION must be one of {', '.join(PRECISIONS)}, not {value!r}")
     return PRECISIONS[value]
+
+
+def bf16_here() -> None:
+    """``PRECISION=bf16`` trains on a CPU only where it does bfloat16 in hardware
+    (``files.machine``'s ``bf16``): elsewhere it is emulated, slower than fp32.  The runner asks
+    before it runs anything; building commands does not (a script is written for any machine)."""
+    if os.environ.get("PRECISION") == "bf16" and ngpu() == 0 and machine().get("bf16", "none") == "none":
+        raise ValueError(
+            f"PRECISION=bf16: this CPU ({machine().get('cpu', '?')}) has no bfloat16 in hardware "
+            f"(/proc/cpuinfo: none of {', '.join(BF16_FLAGS)}), so it would train slower than fp32"
+        )
 
 
 def task_flags(exp: Experiment, prep: dict) -> List[str]:

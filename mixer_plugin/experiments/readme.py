@@ -26,7 +26,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from ..files import atomic_path
 from ..paths import CHECKOUT, shown
-from . import depth, figures, findings, layout
+from . import depth, figures, findings, layout, pilot
 from .archive import kept_records, results_path
 from .collect import PRIMARY, peak, selection
 from .figures import BLOCK
@@ -156,6 +156,9 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     # version 3: its two depths side by side, and the figure of each row's gap at both (``depth``)
     "leaderboard_v3_depths": depth.side_by_side,
     "gap_by_depth": depth.figure,
+    # the depth study's pilot: speeds by depth, width and precision (``pilot``)
+    "depth_pilot_speed": pilot.speed_table,
+    "depth_pilot_peak": pilot.peak_lines,
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
     # the campaigns' findings pages (``findings``)

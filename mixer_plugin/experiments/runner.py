@@ -46,6 +46,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
@@ -53,7 +54,7 @@ from typing import List, Optional
 from ..data.workspace import data_root
 from ..paths import WORK, shown
 from . import report
-from .commands import ngpu, precision
+from .commands import bf16_here, ngpu, precision
 from .executors import FLAGS, checked, run_jobs
 from .progress import Progress
 from .schedule import Runner
@@ -162,7 +163,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         cluster = cluster_of(exp, args)
         if cluster.executor != "local" and stop_after is not None:
             raise ExperimentError(f"--stop-after: a job of --executor {cluster.executor} ends at its --time-limit")
-        precision(), ngpu()  # PRECISION= and NGPU= checked before anything runs
+        precision(), ngpu(), bf16_here()  # PRECISION= and NGPU= checked before anything runs
         for folder in [WORK / exp.name, *(data_root(m.data, m.prepare) for m in exp.models.values())]:
             link = dangling_link(folder)
             if link is not None:
@@ -189,6 +190,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     if not args.dry_run:
         signal.signal(signal.SIGUSR1, pause)
         if stop_after is not None:
+            # a training that cannot reach its --max-update by then ends at its first checkpoint
+            runner.deadline = time.monotonic() + stop_after
             timer = threading.Timer(stop_after, request_pause, args=(f"--stop-after {args.stop_after}",))
             timer.daemon = True
             timer.start()

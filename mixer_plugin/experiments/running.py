@@ -13,10 +13,11 @@ from typing import Callable, List, Optional, Sequence
 from ..files import atomic_path, machine
 from ..paths import shown
 from . import guard
-from .argv import shell, stopping_rule
+from .argv import flag_value, shell, stopping_rule
 from .checkpoints import resume_point
 from .commands import command_env
-from .stages import Stage, StageError, StagePaused
+from .progress import fmt
+from .stages import Stage, StageError, StagePaused, StageTooLong
 from .trainlog import new_saves, saved_stop
 
 STOP_POLL = 2.0  # seconds between a training's looks at its log for a new checkpoint (TrainingWatch)
@@ -28,6 +29,7 @@ def execute(
     hold: Sequence[int] = (),
     say: Callable[[str], None] = print,
     pausing: Callable[[], bool] = lambda: False,
+    deadline: Optional[float] = None,
 ) -> float:
     """Run a stage's commands (skipping nothing; the caller checks ``done``); return
     the seconds it took.  On failure: StageError with what the command said last (its
@@ -35,8 +37,9 @@ def execute(
 
     Each command runs under ``guard`` (its own process group, which dies with the runner)
     and inherits ``hold``, the run's locks; ``say`` prints the stage's one-line notes.
-    A training ends at its next checkpoint once ``pausing()`` (StagePaused); any other
-    stage runs to its end, being minutes long."""
+    A training ends at its next checkpoint once ``pausing()`` (StagePaused), or at its first
+    one when it cannot reach its ``--max-update`` by ``deadline`` (``time.monotonic()``'s, the
+    runner's ``--stop-after``: StageTooLong); any other stage runs to its end, being minutes long."""
     if stage.name == "train":
         restart_if_changed(stage, say)
         note = resume_point(stage.outputs[0].parent)
@@ -52,7 +55,7 @@ def execute(
     with open(stage.log, mode, encoding="utf-8") as log:
         for argv in stage.commands:
             args = [str(a) for a in argv]
-            watch = TrainingWatch(stage, args, say, pausing) if stage.name == "train" else None
+            watch = TrainingWatch(stage, args, say, pausing, deadline) if stage.name == "train" else None
             if watch is not None and watch.rule_ended():
                 continue  # the rule had ended this training before the runner was stopped
             log.write(f"$ {shell(argv)}\n")
@@ -73,6 +76,8 @@ def execute(
                 raise StageError(f"{stage.name} failed (exit {code}): {said}  (log: {shown(stage.log)})")
             if watch is not None and watch.paused is not None:
                 watch.ended()
+                if watch.too_long:
+                    raise StageTooLong(f"{watch.too_long}; ended after its checkpoint of update {watch.paused:,}")
                 raise StagePaused(f"paused after its checkpoint of update {watch.paused:,} (log: {shown(stage.log)})")
     missing = [p for p in stage.outputs if not p.exists()]
     if missing:
@@ -103,9 +108,20 @@ class TrainingWatch:
       the unbroken training stopped, up to the rule's whole stretch, and its
       ``--keep-interval-updates`` could then delete the checkpoints that end at the best; or
     - the runner is pausing (``pausing()``: SIGUSR1, ``--stop-after``); ``paused`` is then that
-      checkpoint's update."""
+      checkpoint's update.
 
-    def __init__(self, stage: Stage, argv: List[str], say: Callable[[str], None], pausing: Callable[[], bool]):
+    Given a ``deadline`` it also ends the training at its first checkpoint when, at the speed
+    of this start so far, it cannot reach its ``--max-update`` in time (``too_long``): a run that
+    would be left half-trained when the machine's time ends is not begun beyond its first minutes."""
+
+    def __init__(
+        self,
+        stage: Stage,
+        argv: List[str],
+        say: Callable[[str], None],
+        pausing: Callable[[], bool],
+        deadline: Optional[float] = None,
+    ):
         self.log = stage.log
         self.chosen = stopping_rule(argv)
         self.say = say
@@ -113,6 +129,11 @@ class TrainingWatch:
         self.offset = stage.log.stat().st_size if stage.log.is_file() else 0  # what came before is no news
         self.stop: Optional[int] = None
         self.paused: Optional[int] = None
+        cap = flag_value(argv, "--max-update")
+        before, _ = new_saves(stage.log, 0)  # where this start goes on from (0: a new training)
+        # the clock from the command's start: start-up and validation count, as they take the machine's time
+        self.timed = None if deadline is None or not cap else (deadline, int(cap), time.monotonic(), max(before or [0]))
+        self.too_long: Optional[str] = None
 
     def rule_ended(self) -> bool:
         """Whether the stopping rule, read from the whole log, has ended the training (said once)."""
@@ -130,10 +151,30 @@ class TrainingWatch:
             return False
         if self.rule_ended():
             return True
-        if self.pausing():
+        if self.pausing() or self.ends_too_late(saves[-1]):
             self.paused = saves[-1]
             return True
         return False
+
+    def ends_too_late(self, update: int) -> bool:
+        """At this start's first checkpoint (once): whether the updates left to its cap, at the
+        speed by the clock since the command started, end after the deadline (said in
+        ``too_long``)."""
+        if self.timed is None:
+            return False
+        deadline, cap, t0, u0 = self.timed
+        self.timed = None
+        now = time.monotonic()
+        speed = (update - u0) / max(now - t0, 1e-6)
+        need, left = (cap - update) / max(speed, 1e-9), deadline - now
+        if need <= left:
+            return False
+        self.too_long = (
+            f"cannot end in the time it was given: at {speed:.2f} updates/s (by the clock, start-up and "
+            f"validation in) its {cap - update:,} updates to --max-update {cap:,} take about {fmt(need)}, "
+            f"and --stop-after leaves {fmt(max(left, 0))}"
+        )
+        return True
 
     def ended(self) -> None:
         """The training has ended: a checkpoint it saved after the last look (one saving

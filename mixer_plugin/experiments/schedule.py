@@ -15,6 +15,7 @@ from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, signals
 from .archive import restore_run
 from .argv import shell
+from .commands import command_env, threading_said
 from .locks import Held, Lock
 from .progress import HEARTBEAT, Progress, training_status
 from .publish import git_repo, publish
@@ -58,6 +59,7 @@ class Runner:
         self.dry_run, self.commit = dry_run, commit
         self.writing = threading.Lock()
         self.paused: List[str] = []  # runs whose training a pause ended at a checkpoint
+        self.deadline: Optional[float] = None  # time.monotonic() at which --stop-after pauses the runner
         self.unstarted: List[str] = []  # runs with stages a pause kept from starting
         missing = set(only or ()) - set(exp.models)
         if missing:
@@ -306,7 +308,11 @@ class Runner:
         """Run one stage (unless done), holding ``hold`` (its run's locks) in its processes."""
         if stage.done():
             return True
-        self.progress.say(f"{label} {stage.name}: started ({shown(stage.log)})")
+        how = ""
+        if stage.name == "train":  # how it shares the machine, and in what precision it trains
+            on = next((flag[2:] for flag in ("--bf16", "--fp16") if flag in map(str, stage.commands[0])), "fp32")
+            how = f"; {threading_said(command_env(self.threads, **stage.env))}, {on}"
+        self.progress.say(f"{label} {stage.name}: started ({shown(stage.log)}{how})")
         watcher = None
         if stage.name == "train":
             stop = threading.Event()
@@ -324,6 +330,7 @@ class Runner:
                 hold,
                 say=lambda note: self.progress.say(f"{label} {stage.name}: {note}"),
                 pausing=lambda: signals.PAUSING is not None,
+                deadline=self.deadline,
             )
         except StagePaused as e:
             self.paused.append(label)

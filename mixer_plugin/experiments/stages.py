@@ -42,6 +42,12 @@ class StagePaused(StageError):
     unfinished, so unstamped, and continued from that checkpoint by the next run."""
 
 
+class StageTooLong(StagePaused):
+    """A training the runner ended at its first checkpoint because it cannot reach its
+    ``--max-update`` before ``--stop-after`` ends the runner (``TrainingWatch``): kept at that
+    checkpoint, for a machine with the time to finish it."""
+
+
 @dataclass
 class Stage:
     name: str  # prepare | train | average | generate | score
