@@ -178,3 +178,91 @@ def test_the_pilots_peak_line_says_whether_its_rule_or_its_cap_ended_it(monkeypa
     assert (
         "its cap ended it at update 2,000, 500 updates after the peak, fewer than the rule's 2,000: still " in lines[1]
     )
+
+
+def test_the_pilots_rule_takes_the_widest_width_a_session_lets_peak_else_an_equal_budget(tmp_path, monkeypatch):
+    """Rules 1 and 2 of version 4 read off the pilot: at each width the slowest 6+6 row's speed
+    (fp32 at d=128, bf16 wider) and the peak run's validations set what a session trains; the
+    peak run's width passes only if its rule ended it within that, and a width without a peak run
+    never does; else the narrowest width's session, rounded down to 1,000 updates, for every row."""
+    import json
+    import shutil
+
+    from mixer_plugin.experiments import pilot
+    from mixer_plugin.experiments.record import RunRecord
+
+    (tmp_path / "experiments").mkdir()
+    for name in ("depth_pilot.yaml", "depth_pilot_peak.yaml"):
+        shutil.copy(CHECKOUT / "experiments" / name, tmp_path / "experiments" / name)
+    for precision, ups in (("fp32", 1.0), ("bf16", 0.5)):
+        path = tmp_path / pilot.PILOT.format(precision)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [{"model": f"{row}_6x6_d{d}", "ups": ups * (2 if row == "transformer" else 1)}
+                for row in ("transformer", "dynamicconv") for d in (256, 128)]  # fmt: skip
+        path.write_text(json.dumps({"meta": {}, "rows": rows}))
+
+    def peak_run(bleus):  # a validation every 250 updates, each 50 s beside 250 s of training
+        valid = [{"num_updates": 250 * (i + 1), "bleu": b} for i, b in enumerate(bleus)]
+        train = [{"num_updates": v["num_updates"], "train_wall": 250.0, "wall": 300.0 * (i + 1)}
+                 for i, v in enumerate(valid)]  # fmt: skip
+        return RunRecord(
+            "depth_pilot_peak", "transformer_6x6_d128", 1, 1, valid[-1]["num_updates"], train, valid, {}, None
+        )
+
+    # a session of 8,100 s at 300 s a stretch of 250 updates: 27 stretches, 6,750 updates
+    monkeypatch.setattr(pilot, "kept_records", lambda exp: {"transformer_6x6_d128": [peak_run([1, 9, *[8] * 8])]})
+    lines = pilot.rule_lines(tmp_path).splitlines()
+    assert lines[0].startswith("- d=256 (bf16): the slowest 6+6 row, `dynamicconv`, at 0.50 updates/s and 50 s a ")
+    assert lines[0].endswith("not measured at this width, so it does not pass.")
+    assert lines[1] == "- d=192: no bf16 speeds measured."
+    assert lines[2] == (
+        "- d=128 (fp32): the slowest 6+6 row, `dynamicconv`, at 1.00 updates/s and 50 s a validation, trains 6,750 "
+        "updates in a session's 2:15:00; the 6+6 transformer would have to peak by update 4,750: it peaked at "
+        "update 500 and its rule ended it at 2,500: passes."
+    )
+    assert lines[-1] == "Rule 1 chooses d=128: both depths train to version 3's stopping rule."
+    monkeypatch.setattr(pilot, "kept_records", lambda exp: {"transformer_6x6_d128": [peak_run(range(28))]})
+    lines = pilot.rule_lines(tmp_path).splitlines()
+    assert lines[2].endswith(
+        "its rule had not ended it by its cap, update 7,000, its best at update 7,000: does not pass."
+    )
+    assert lines[-1] == (
+        "No width passes rule 1. Rule 2: every row at both depths trains at d=128 (fp32) for 6,000 updates, "
+        "an equal update budget."
+    )
+
+
+def test_the_recipe_pilot_chooses_the_first_recipe_within_the_floor_of_the_best(tmp_path, monkeypatch):
+    """Each recipe's score is its mean valid BLEU over the two depths; the first in the rule's
+    order (fewest changes first) within the rerun floor of the best is chosen, and none before
+    every run has finished."""
+    import shutil
+
+    from mixer_plugin.experiments import pilot
+    from mixer_plugin.experiments.record import RunRecord
+
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(CHECKOUT / pilot.RECIPE, tmp_path / pilot.RECIPE)
+    bleu = {"postnorm_lr2e3": (20.0, 0.0), "postnorm_lr1e3": (18.0, 15.8), "prenorm_lr2e3": (18.5, 15.6)}
+
+    def records(names):
+        return {
+            f"{r}_{n}x{n}": [RunRecord("depth_pilot_recipe", f"{r}_{n}x{n}", 1, 1, 1500, [], [], {"bleu": b}, None)]
+            for r in names
+            for n, b in zip((2, 6), bleu[r])
+        }
+
+    monkeypatch.setattr(pilot, "kept_records", lambda exp: records(["postnorm_lr2e3", "prenorm_lr2e3"]))
+    lines = pilot.recipe_lines(tmp_path).splitlines()
+    assert lines[2:5] == [
+        "| `postnorm_lr2e3` | 20.00 | 0.00 | 10.00 |",
+        "| `postnorm_lr1e3` | – | – | – |",
+        "| `prenorm_lr2e3` | 18.50 | 15.60 | 17.05 |",
+    ]
+    assert lines[6].startswith("Not every run has finished")
+    monkeypatch.setattr(pilot, "kept_records", lambda exp: records(bleu))
+    said = pilot.recipe_lines(tmp_path).splitlines()[6]
+    assert said == (
+        "Chosen: `postnorm_lr1e3`, the first in the rule's order whose mean is within the rerun floor (0.41 BLEU) "
+        "of the best (17.05)."
+    )

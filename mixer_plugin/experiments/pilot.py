@@ -11,12 +11,14 @@ the budget the protocol chooses are read from measurements and typed nowhere:
 import json
 import re
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from ..paths import CHECKOUT
 from .archive import kept_records
 from .argv import flag_value
 from .collect import peak, selection, train_flags
+from .progress import fmt
+from .record import RunRecord
 from .spec_loader import load
 
 PRECISIONS = ("fp32", "bf16")
@@ -105,3 +107,140 @@ def peak_lines(root: Path = CHECKOUT) -> str:
                 f"({record.last_update / wall:.2f} updates/s)."
             )
     return "\n".join(lines) + f"\n\nFrom the committed records of `{PEAKS}` (`results/{exp.name}/runs/`)."
+
+
+# ------------------------------------------------------------ the rule (docs/leaderboard.md, version 4)
+SESSION_S = 2 * 3600 + 15 * 60  # the training time a session grants one run (issue 96)
+WIDTHS = (256, 192, 128)  # the widths the pilot measured, widest first: rule 1 takes the first that passes
+DEEP = 6  # the depth whose slowest row sets what a session affords
+
+
+def precision_at(d: int) -> str:
+    """Rule 3: fp32 at d=128, bf16 (where the CPU has it) at a wider width."""
+    return "fp32" if d == 128 else "bf16"
+
+
+def validation_s(record: RunRecord) -> Optional[float]:
+    """Seconds per validation (with its checkpoint's saving) of a pilot training: fairseq's clock
+    less its training steps, up to its last logged interval, over the validations before it."""
+    timed = [p for p in record.train if "wall" in p and "train_wall" in p]
+    if not timed:
+        return None
+    last = timed[-1]
+    n = sum(1 for v in record.valid if v["num_updates"] <= last["num_updates"])
+    return (last["wall"] - sum(p["train_wall"] for p in timed)) / n if n else None
+
+
+def affords(ups: float, valid_s: float, every: int) -> int:
+    """The updates a run trains in ``SESSION_S`` at ``ups`` with a validation of ``valid_s`` every
+    ``every`` updates, in whole stretches between validations."""
+    return int(SESSION_S // (every / ups + valid_s)) * every
+
+
+def rule_lines(root: Path = CHECKOUT) -> str:
+    """Rules 1 and 2 applied to the pilot's measurements: at each width, what the slowest 6+6 row
+    trains in a session and the peak the 6+6 transformer would need; then the width chosen, or
+    the equal update budget."""
+    runs, exp = measured(root), load(root / PEAKS)
+    records = kept_records(exp)
+    if not runs or not records:
+        return "Waiting for the pilot's speeds and its peak run."
+    name, (record, *_) = next(iter(records.items()))
+    chosen = selection(exp, exp.models[name])
+    every = int(flag_value(train_flags(exp, exp.models[name]), "--save-interval-updates"))
+    patience = chosen.patience * every
+    valid_s = validation_s(record)
+    top = peak(record, chosen)
+    d_peak = int(ROW.match(name)["d"])
+    lines, passed = [], None
+    for d in WIDTHS:
+        precision = precision_at(d)
+        found = slowest_deep(runs, d)
+        if found is None:
+            lines.append(f"- d={d}: no {precision} speeds measured.")
+            continue
+        slowest, ups = found
+        n = affords(ups, valid_s, every)
+        need = n - patience
+        said = (
+            f"- d={d} ({precision}): the slowest 6+6 row, `{slowest}`, at {ups:.2f} updates/s and "
+            f"{valid_s:.0f} s a validation, trains {n:,} updates in a session's {fmt(SESSION_S)}; the 6+6 "
+            f"transformer would have to peak by update {need:,}"
+        )
+        if d != d_peak:
+            lines.append(f"{said}: not measured at this width, so it does not pass.")
+        elif top.stopped is not None and top.stopped <= n:
+            lines.append(
+                f"{said}: it peaked at update {top.update:,} and its rule ended it at {top.stopped:,}: passes."
+            )
+            passed = passed or d
+        else:
+            ended = (
+                f"its rule ended it at update {top.stopped:,}"
+                if top.stopped is not None
+                else f"its rule had not ended it by its cap, update {record.last_update:,}"
+            )
+            lines.append(f"{said}: {ended}, its best at update {top.update:,}: does not pass.")
+    if passed:
+        verdict = f"Rule 1 chooses d={passed}: both depths train to version 3's stopping rule."
+    else:
+        budget = affords_at_narrowest(runs, valid_s, every)
+        verdict = (
+            f"No width passes rule 1. Rule 2: every row at both depths trains at d={WIDTHS[-1]} "
+            f"({precision_at(WIDTHS[-1])}) for {budget:,} updates, an equal update budget."
+        )
+    return "\n".join([*lines, "", verdict])
+
+
+def slowest_deep(runs: Dict[str, dict], d: int) -> Optional[tuple]:
+    """(row, updates/s) of the slowest 6+6 row at width ``d`` in rule 3's precision; None unmeasured."""
+    speeds = {
+        m["row"]: r["ups"]
+        for r in runs.get(precision_at(d), {}).get("rows", [])
+        if (m := ROW.match(r["model"])) and int(m["d"]) == d and int(m["layers"]) == DEEP and r.get("ups")
+    }
+    return min(speeds.items(), key=lambda kv: kv[1]) if speeds else None
+
+
+def affords_at_narrowest(runs: Dict[str, dict], valid_s: float, every: int) -> int:
+    """Rule 2's budget: what the slowest 6+6 row at the narrowest width trains in a session,
+    rounded down to a multiple of 1,000."""
+    _, ups = slowest_deep(runs, WIDTHS[-1])
+    return affords(ups, valid_s, every) // 1000 * 1000
+
+
+# ------------------------------------------------------------ the recipe (experiments/depth_pilot_recipe.yaml)
+RECIPE = "experiments/depth_pilot_recipe.yaml"
+# the candidates in the rule's order, fewest changes from version 3's recipe first
+RECIPES = ("postnorm_lr2e3", "postnorm_lr1e3", "prenorm_lr2e3")
+DEPTHS = (2, 6)
+
+
+def recipe_lines(root: Path = CHECKOUT) -> str:
+    """The recipe pilot's table (valid BLEU of each recipe at each depth, and their mean) and the
+    recipe its rule chooses: the first, in ``RECIPES``' order, whose mean is within the rerun floor
+    of the best; until every run has finished, the runs still to come."""
+    exp = load(root / RECIPE)
+    scores = {name: runs[0].scores["bleu"] for name, runs in kept_records(exp).items()}
+    lines = ["| recipe | " + " | ".join(f"{n}+{n} layers: valid BLEU" for n in DEPTHS) + " | mean |"]
+    lines.append("|---|" + "---:|" * (len(DEPTHS) + 1))
+    means = {}
+    for recipe in RECIPES:
+        got = [scores.get(f"{recipe}_{n}x{n}") for n in DEPTHS]
+        if None not in got:
+            means[recipe] = sum(got) / len(got)
+        cells = ["–" if s is None else f"{s:.2f}" for s in got]
+        cells.append(f"{means[recipe]:.2f}" if recipe in means else "–")
+        lines.append(f"| `{recipe}` | " + " | ".join(cells) + " |")
+    floor = next(iter(exp.models.values())).score.noise_floor
+    if len(means) < len(RECIPES):
+        said = f"Not every run has finished (`mixer-run {RECIPE}`): no recipe is chosen yet."
+    else:
+        best = max(means.values())
+        chosen = next(r for r in RECIPES if means[r] >= best - floor)
+        said = (
+            f"Chosen: `{chosen}`, the first in the rule's order whose mean is within the rerun floor "
+            f"({floor} BLEU) of the best ({best:.2f})."
+        )
+    source = f"From the committed records of `{RECIPE}` (`results/{exp.name}/runs/`): sacreBLEU of checkpoint_last.pt"
+    return "\n".join([*lines, "", said, "", source + ", greedy, the whole validation set."])

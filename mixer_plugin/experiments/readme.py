@@ -159,6 +159,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     # the depth study's pilot: speeds by depth, width and precision (``pilot``)
     "depth_pilot_speed": pilot.speed_table,
     "depth_pilot_peak": pilot.peak_lines,
+    "depth_pilot_rule": pilot.rule_lines,
+    "depth_pilot_recipe": pilot.recipe_lines,
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
     # the campaigns' findings pages (``findings``)
