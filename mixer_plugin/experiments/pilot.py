@@ -19,6 +19,7 @@ from .argv import flag_value
 from .collect import peak, selection, train_flags
 from .progress import fmt
 from .record import RunRecord
+from .spec import Experiment
 from .spec_loader import load
 
 PRECISIONS = ("fp32", "bf16")
@@ -38,17 +39,28 @@ def measured(root: Path = CHECKOUT) -> Dict[str, dict]:
     return out
 
 
+def speeds(runs: Dict[str, dict]) -> Dict[tuple, Dict[str, float]]:
+    """(d, layers, row) -> precision -> updates/s, from each precision's benchmark record."""
+    out: Dict[tuple, Dict[str, float]] = {}
+    for precision, record in runs.items():
+        for r in record["rows"]:
+            m = ROW.match(r["model"])
+            if m and r.get("ups"):
+                out.setdefault((int(m["d"]), int(m["layers"]), m["row"]), {})[precision] = r["ups"]
+    return out
+
+
+def validation_every(exp: Experiment, name: str) -> int:
+    """Updates between a pilot training's validations (fairseq validates at each mid-epoch save)."""
+    return int(flag_value(train_flags(exp, exp.models[name]), "--save-interval-updates"))
+
+
 def speed_table(root: Path = CHECKOUT) -> str:
     """The pilot's speeds as a table, its rows grouped by width, then depth, then mixer."""
     runs = measured(root)
     if not runs:
         return "Not measured yet (`mixer-bench train experiments/depth_pilot.yaml`)."
-    ups: Dict[tuple, Dict[str, float]] = {}
-    for precision, record in runs.items():
-        for r in record["rows"]:
-            m = ROW.match(r["model"])
-            if m and r.get("ups"):
-                ups.setdefault((int(m["d"]), int(m["layers"]), m["row"]), {})[precision] = r["ups"]
+    ups = speeds(runs)
     order: Dict[str, int] = {}  # the mixers in the experiment file's order
     for r in next(iter(runs.values()))["rows"]:
         order.setdefault(r["model"].split("_")[0], len(order))
@@ -87,7 +99,7 @@ def peak_lines(root: Path = CHECKOUT) -> str:
     lines = []
     for name, runs in records.items():
         chosen = selection(exp, exp.models[name])
-        every = int(flag_value(train_flags(exp, exp.models[name]), "--save-interval-updates"))  # validations
+        every = validation_every(exp, name)
         for record in runs:
             top = peak(record, chosen)
             # fairseq's clock since the training's (last) start: validations and saving in
@@ -147,7 +159,7 @@ def rule_lines(root: Path = CHECKOUT) -> str:
         return "Waiting for the pilot's speeds and its peak run."
     name, (record, *_) = next(iter(records.items()))
     chosen = selection(exp, exp.models[name])
-    every = int(flag_value(train_flags(exp, exp.models[name]), "--save-interval-updates"))
+    every = validation_every(exp, name)
     patience = chosen.patience * every
     valid_s = validation_s(record)
     top = peak(record, chosen)
@@ -194,12 +206,13 @@ def rule_lines(root: Path = CHECKOUT) -> str:
 
 def slowest_deep(runs: Dict[str, dict], d: int) -> Optional[tuple]:
     """(row, updates/s) of the slowest 6+6 row at width ``d`` in rule 3's precision; None unmeasured."""
-    speeds = {
-        m["row"]: r["ups"]
-        for r in runs.get(precision_at(d), {}).get("rows", [])
-        if (m := ROW.match(r["model"])) and int(m["d"]) == d and int(m["layers"]) == DEEP and r.get("ups")
+    precision = precision_at(d)
+    found = {
+        row: by[precision]
+        for (w, layers, row), by in speeds(runs).items()
+        if (w, layers) == (d, DEEP) and precision in by
     }
-    return min(speeds.items(), key=lambda kv: kv[1]) if speeds else None
+    return min(found.items(), key=lambda kv: kv[1]) if found else None
 
 
 def affords_at_narrowest(runs: Dict[str, dict], valid_s: float, every: int) -> int:

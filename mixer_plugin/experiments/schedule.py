@@ -15,7 +15,7 @@ from ..paths import PROJECT, WORK, outside_checkout, shown
 from . import archive, signals
 from .archive import restore_run
 from .argv import shell
-from .commands import command_env, threading_said
+from .commands import PRECISIONS, command_env, threading_said
 from .locks import Held, Lock
 from .progress import HEARTBEAT, Progress, training_status
 from .publish import git_repo, publish
@@ -310,7 +310,8 @@ class Runner:
             return True
         how = ""
         if stage.name == "train":  # how it shares the machine, and in what precision it trains
-            on = next((flag[2:] for flag in ("--bf16", "--fp16") if flag in map(str, stage.commands[0])), "fp32")
+            argv = list(map(str, stage.commands[0]))
+            on = next((name for name, flags in PRECISIONS.items() if flags and flags[0] in argv), "fp32")
             how = f"; {threading_said(command_env(self.threads, **stage.env))}, {on}"
         self.progress.say(f"{label} {stage.name}: started ({shown(stage.log)}{how})")
         watcher = None
