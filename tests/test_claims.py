@@ -17,6 +17,7 @@ from mixer_plugin.experiments.claims import (
     SeedTest,
     choose_in_order,
     claim_metric,
+    gap_change_test,
     judge,
     seed_test,
     seeds_margin,
@@ -73,6 +74,44 @@ def test_the_seed_test_is_welchs_t_and_the_sentences_widen_it():
     assert t.p == pytest.approx(stats.ttest_ind(mine, theirs, equal_var=False).pvalue, rel=1e-9)
     assert seed_test(mine, theirs, 0.2).p > t.p
     assert t.delta == pytest.approx(statistics.mean(mine) - statistics.mean(theirs))
+
+
+def test_a_gap_that_moved_with_depth_is_one_welch_t_over_four_rows():
+    """Version 4's depth rule: the change of a row's gap from the shallower table to the deeper
+    is one t over the four rows' seed means.  Where the shallower pair is the same every seed,
+    it is scipy's Welch t-test of the deeper pair, shifted by the shallower gap; each depth's
+    sentences add their variance; and any row with fewer than MIN_SEEDS makes it no test."""
+    from scipy import stats
+
+    deep, deep_base = [31.2, 31.9, 31.5], [32.4, 32.1, 32.9]
+    shallow, shallow_base = [30.0] * 3, [30.5] * 3
+    t = gap_change_test(deep, deep_base, shallow, shallow_base, (0.0, 0.0))
+    gap = lambda a, b: statistics.mean(a) - statistics.mean(b)  # noqa: E731
+    shifted = [b + gap(shallow, shallow_base) for b in deep_base]
+    assert t.p == pytest.approx(stats.ttest_ind(deep, shifted, equal_var=False).pvalue, rel=1e-9)
+    assert t.delta == pytest.approx(gap(deep, deep_base) - gap(shallow, shallow_base))
+    assert gap_change_test(deep, deep_base, shallow, shallow_base, (0.2, 0.1)).p > t.p
+    assert gap_change_test(deep, deep_base, shallow[:2], shallow_base, (0.0, 0.0)) is None
+
+
+def test_the_depth_rule_holds_its_level_and_finds_a_moved_gap():
+    """On simulated trainings (seed sd 0.3, sentence sd 0.15 per depth), a gap of -1.5 at both
+    depths is called moved in about ALPHA of the tables, and one that shrinks from -1.5 to 0 in
+    nearly all."""
+    rng = np.random.default_rng(0)
+
+    def called(change, tables=2000):
+        hits = 0
+        for _ in range(tables):
+            # each seed its own luck; each depth's test set one shift of its gap (what the bootstrap sees)
+            rows = [30 + g + rng.normal(0, 0.3, MIN_SEEDS) for g in (-1.5 + change, 0, -1.5, 0)]
+            rows[0] += rng.normal(0, 0.15)
+            rows[2] += rng.normal(0, 0.15)
+            hits += gap_change_test(*map(list, rows), (0.15, 0.15)).p < ALPHA
+        return hits / tables
+
+    assert called(0.0) < ALPHA + 0.02
+    assert called(1.5) > 0.8
 
 
 def test_equivalence_is_two_one_sided_tests():

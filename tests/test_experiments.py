@@ -166,6 +166,15 @@ def test_results_table_commands_and_kept_outputs(finished):
     assert (tmp / "results" / "tiny" / "curves.png").stat().st_size > 1000
 
 
+def test_a_stamp_names_the_precision_its_commands_ran_in():
+    from mixer_plugin.experiments.commands import precision_of
+
+    train = ["python", "-m", "fairseq_cli.train", "DATA", "--cpu"]
+    assert precision_of([train]) == "fp32"
+    assert precision_of([[*train, "--bf16"]]) == "bf16"
+    assert precision_of([["mixer-score", "hyp"], [*train[:-1], "--fp16"]]) == "fp16"
+
+
 def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
     """One command and seed trains differently on another CPU (experiments/leaderboard.findings.md,
     "One command, two machines"), so each committed stamp says what it ran on."""
@@ -175,7 +184,7 @@ def test_every_stage_stamp_names_the_machine_that_ran_it(finished):
     stamps = json.loads((tmp / "results" / "tiny" / "runs" / "attn" / "seed2" / "run.json").read_text())["stages"]
     assert {"train", "average", "generate", "score"} <= set(stamps)
     for stamp in stamps.values():
-        assert stamp["machine"] == machine()
+        assert stamp["machine"] == machine() and stamp["precision"] == "fp32"
     assert machine()["cores"] == os.cpu_count() and machine()["torch"] == torch.__version__
     assert machine()["cpu"]
 

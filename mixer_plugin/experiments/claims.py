@@ -91,15 +91,43 @@ def seed_test(
     rule): ``mine`` and ``theirs`` are each seed's score of the two rows on the whole test
     set, ``sentence_sd`` the paired bootstrap's standard deviation of the gap between their
     means (``pooled_bootstrap``).  None when either row has fewer than ``MIN_SEEDS`` seeds."""
-    if len(mine) < MIN_SEEDS or len(theirs) < MIN_SEEDS:
+    return contrast_test(((1, mine), (-1, theirs)), sentence_sd, margin)
+
+
+def gap_change_test(
+    deep: Sequence[float],
+    deep_base: Sequence[float],
+    shallow: Sequence[float],
+    shallow_base: Sequence[float],
+    sentence_sds: Tuple[float, float],
+    margin: float = EQUAL_MARGIN,
+) -> Optional[SeedTest]:
+    """Whether a row's gap to its baseline moved with depth (docs/leaderboard.md, version 4,
+    fixed before its first run): :func:`seed_test` of the difference of the two gaps,
+    (deep - deep_base) - (shallow - shallow_base), each of the four rows' seed variances over
+    its seed count, and each depth's bootstrap variance of its gap (``sentence_sds``: the
+    deeper's, the shallower's) summed.  None when any of the four has fewer than ``MIN_SEEDS``."""
+    terms = ((1, deep), (-1, deep_base), (-1, shallow), (1, shallow_base))
+    return contrast_test(terms, math.hypot(*sentence_sds), margin)
+
+
+def contrast_test(
+    terms: Sequence[Tuple[int, Sequence[float]]], sentence_sd: float, margin: float = EQUAL_MARGIN
+) -> Optional[SeedTest]:
+    """Welch's t of a signed sum of seed means (``terms``: (+1 or -1, each seed's score)), its
+    variance each mean's seed variance plus the sentences' (``sentence_sd`` squared), its
+    degrees of freedom Welch-Satterthwaite's from the seed terms (the bootstrap's term is
+    known); p of "no difference" and of "not within ±margin".  None when a term has fewer
+    than ``MIN_SEEDS`` seeds."""
+    if any(len(x) < MIN_SEEDS for _, x in terms):
         return None
-    delta = statistics.mean(mine) - statistics.mean(theirs)
-    a, b = (statistics.variance(x) / len(x) for x in (mine, theirs))  # each mean's seed variance
-    var = a + b + sentence_sd**2
+    delta = sum(sign * statistics.mean(x) for sign, x in terms)
+    parts = [(statistics.variance(x) / len(x), len(x)) for _, x in terms]  # each mean's seed variance
+    var = sum(v for v, _ in parts) + sentence_sd**2
     if var == 0:
         return SeedTest(delta, 0.0, math.inf, 1.0 if delta == 0 else 0.0, 0.0 if abs(delta) < margin else 1.0)
-    seeds = a**2 / (len(mine) - 1) + b**2 / (len(theirs) - 1)
-    df = var**2 / seeds if seeds else math.inf  # Welch-Satterthwaite; the bootstrap's term is known
+    seeds = sum(v**2 / (n - 1) for v, n in parts)
+    df = var**2 / seeds if seeds else math.inf
     se = math.sqrt(var)
     p = min(1.0, 2 * _t_sf(abs(delta) / se, df))
     p_equal = max(_t_sf((delta + margin) / se, df), _t_sf((margin - delta) / se, df))

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from ..files import BF16_FLAGS, machine
 from ..paths import PLUGIN, PYTHON
@@ -100,6 +100,13 @@ DEVICE_FLAGS = frozenset({"--cpu", *(flag for flags in PRECISIONS.values() for f
 def beside_device(argv: List[str]) -> List[str]:
     """``argv`` without ``DEVICE_FLAGS``: what a committed run and today's command must share."""
     return [a for a in argv if a not in DEVICE_FLAGS]
+
+
+def precision_of(commands: Sequence[Sequence[str]]) -> str:
+    """The precision a stage's commands ran in, of ``PRECISIONS``: what its stamp says outright,
+    so a table that must not mix precisions is checked by reading, not by a flag's absence."""
+    flags = {a for argv in commands for a in argv}
+    return next((name for name, given in PRECISIONS.items() if given and set(given) <= flags), "fp32")
 
 
 def precision() -> List[str]:

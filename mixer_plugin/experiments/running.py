@@ -15,7 +15,7 @@ from ..paths import shown
 from . import guard
 from .argv import flag_value, shell, stopping_rule
 from .checkpoints import resume_point
-from .commands import command_env
+from .commands import command_env, precision_of
 from .progress import fmt
 from .stages import Stage, StageError, StagePaused, StageTooLong
 from .trainlog import new_saves, saved_stop
@@ -92,6 +92,7 @@ def execute(
                 "seconds": round(seconds, 1),
                 "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "threads": threads,
+                "precision": precision_of(stage.commands),
                 "machine": machine(),
             },
         )
