@@ -49,10 +49,10 @@ def test_a_row_s_gap_is_the_gap_its_verdict_was_judged_on(name):
         assert checked >= 2
 
 
-def experiment_files(tmp_path, deep_extra=None):
+def experiment_files(tmp_path, deep_extra=None, seeds=(1,)):
     """A 2+2 file and a 6+6 file read beside it, with results kept under tmp_path: rows
     ``base`` (the baseline), ``a`` in both, ``b`` only at 2+2 and ``c`` at 6+6 beside ``b2``."""
-    model = {"arch": "mixer_small_attn"}
+    model = {"arch": "mixer_small_attn", "seeds": list(seeds)}
     common = {"data": "debian_en_de", "score": {"metrics": ["bleu"], "baseline": "base", "noise_floor": 0.41}}
     shallow = {
         "name": "shallow",
@@ -75,11 +75,11 @@ def experiment_files(tmp_path, deep_extra=None):
     return tmp_path / "deep.yaml"
 
 
-def finish(tmp_path, exp, row, bleu):
-    """A committed record of (row, seed 1) of experiment ``exp`` with this test BLEU."""
-    path = tmp_path / exp / "runs" / row / "seed1" / FILE
+def finish(tmp_path, exp, row, bleu, seed=1):
+    """A committed record of (row, seed) of experiment ``exp`` with this test BLEU."""
+    path = tmp_path / exp / "runs" / row / f"seed{seed}" / FILE
     path.parent.mkdir(parents=True)
-    RunRecord(exp, row, 1, 100, 1000, [], [], {"bleu": bleu}, None).save(path)
+    RunRecord(exp, row, seed, 100, 1000, [], [], {"bleu": bleu}, None).save(path)
 
 
 def test_the_figure_draws_each_finished_gap_and_says_what_waits(tmp_path):
@@ -266,3 +266,170 @@ def test_the_recipe_pilot_chooses_the_first_recipe_within_the_floor_of_the_best(
         "Chosen: `postnorm_lr1e3`, the first in the rule's order whose mean is within the rerun floor (0.41 BLEU) "
         "of the best (17.05)."
     )
+
+
+def test_the_studys_cost_is_each_row_at_the_budget_at_its_pilot_speed(tmp_path, monkeypatch):
+    """Version 4's machine-hours: each row of its two files at the rule's budget, at its pilot
+    speed (a row the pilot did not time at the slower of the transformer and multiNN at its
+    depth), a validation of the peak run's length every 250 updates; the planned runs count
+    each file's seeds, the most the seeds rule can ask three of every row."""
+    import json
+    import shutil
+
+    from mixer_plugin.experiments import pilot
+    from mixer_plugin.experiments.record import RunRecord
+
+    (tmp_path / "experiments").mkdir()
+    for name in ("depth_pilot.yaml", "depth_pilot_peak.yaml", *(f.split("/")[1] for f in pilot.STUDY)):
+        shutil.copy(CHECKOUT / "experiments" / name, tmp_path / "experiments" / name)
+    ups = {"transformer": 4.0, "multinn": 2.0, "lightconv": 4.0, "dynamicconv": 1.0}
+    rows = [{"model": f"{row}_{n}x{n}_d128", "ups": u / (1 if n == 2 else 2)} for row, u in ups.items() for n in (2, 6)]
+    path = tmp_path / pilot.PILOT.format("fp32")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"meta": {}, "rows": rows}))
+    valid = [{"num_updates": 250 * (i + 1), "bleu": float(i)} for i in range(28)]  # never peaks: rule 2
+    train = [
+        {"num_updates": v["num_updates"], "train_wall": 250.0, "wall": 300.0 * (i + 1)} for i, v in enumerate(valid)
+    ]
+    run = RunRecord("depth_pilot_peak", "transformer_6x6_d128", 1, 1, 7000, train, valid, {}, None)
+    monkeypatch.setattr(pilot, "kept_records", lambda exp: {"transformer_6x6_d128": [run]})
+    # dynamicconv 6+6 at 0.5 updates/s: 8,100 s at 500 + 50 s a stretch is 14 stretches, 3,500: budget 3,000
+    assert pilot.rule(tmp_path).budget == 3000
+    lines = pilot.cost_lines(tmp_path).splitlines()
+    # 3,000 updates at 4.0 updates/s and 12 validations of 50 s: 1,350 s; at 2.0 and 12: 2,100 s
+    assert "| `transformer` | 0.38 | 0.58 |" in lines
+    assert "| `local` | 0.58 | 1.00 |" in lines  # the slower stand-in, multiNN
+    assert "| `dynamicconv` | 1.00 | 1.83 |" in lines
+    # planned: 3 transformer seeds and one of each other row at both depths; the most: three of every row
+    hours = [0.375, 0.583, 0.583, 0.583, 0.583, 0.375, 1.0] + [0.583, 1.0, 1.0, 1.0, 1.0, 0.583, 1.833]
+    planned = sum(hours) + 2 * (0.375 + 0.583)
+    assert f"{planned:.0f} machine-hours" in lines[-1] and f"ask: {3 * sum(hours):.0f}." in lines[-1]
+    # the peak run trained at 1.0 updates/s by fairseq's intervals, half the benchmark's 2.0 for its row:
+    # every row's training twice as long, its validations not (12 of 50 s)
+    for p in run.train:
+        p["ups"] = 1.0
+    assert pilot.rule(tmp_path).ratio == 0.5
+    valid_h = 12 * 50 / 3600
+    at = lambda h: (h - valid_h) * 2 + valid_h  # noqa: E731
+    planned = sum(map(at, hours)) + 2 * (at(0.375) + at(0.583))
+    assert pilot.cost_lines(tmp_path).splitlines()[-1] == (
+        "At the peak run's own speed, 0.50x the benchmark's for its row (above), applied to every row: the "
+        f"slowest run, `dynamicconv` at 6+6, {at(11 / 6):.2f} h; the planned runs {planned:.0f} machine-hours."
+    )
+
+
+def test_version_4_trains_what_its_pilot_chose_with_depth_the_only_change():
+    """Version 4's two files train at the width and for the budget the pilot's rule chose (its
+    setting and title say the budget), and differ only in depth: each row's flags are the same
+    but for the layer counts, and the lower-half row's mixer lists, which put multiNN in the
+    lower half at each depth."""
+    from mixer_plugin.experiments import pilot
+    from mixer_plugin.experiments.argv import flag_value
+    from mixer_plugin.experiments.collect import train_flags
+
+    got = pilot.rule()
+    assert got is not None and got.budget is not None, "rule 2 chose version 4's budget"
+    shallow, deep = (load(CHECKOUT / f) for f in pilot.STUDY)
+    assert list(shallow.models) == list(deep.models) and deep.beside.path.name == "leaderboard_v4.yaml"
+    for exp, layers in ((shallow, 2), (deep, 6)):
+        assert f"{got.budget:,} updates" in exp.setting and f"{got.budget:,} updates" in exp.title
+        assert exp.setting.startswith(f"{layers}+{layers} layers, d={got.width},")
+        for m in exp.models.values():
+            flags = train_flags(exp, m)
+            assert int(flag_value(flags, "--max-update")) == got.budget
+            assert int(flag_value(flags, "--encoder-embed-dim")) == got.width
+            assert {flag_value(flags, f) for f in ("--encoder-layers", "--decoder-layers")} == {str(layers)}
+
+    def depthless(exp, m):
+        flags = list(train_flags(exp, m))
+        for f in ("--encoder-layers", "--decoder-layers", "--encoder-mixers", "--decoder-mixers"):
+            if f in flags:
+                flags[flags.index(f) + 1] = "N"
+        return flags
+
+    for name in shallow.models:
+        a, b = shallow.models[name], deep.models[name]
+        assert depthless(shallow, a) == depthless(deep, b), name
+        assert (a.arch, a.seeds, a.claims) == (b.arch, b.seeds, b.claims)
+        for exp, m, layers in ((shallow, a, 2), (deep, b, 6)):
+            mixers = flag_value(train_flags(exp, m), "--encoder-mixers")
+            if name == "multinn_lower_half":
+                assert mixers == (f"ngram:n=5*{layers // 2},attn*{layers // 2}" if layers > 2 else "ngram:n=5,attn")
+            else:
+                assert mixers == flag_value(train_flags(shallow, a), "--encoder-mixers")
+
+
+def test_the_landing_page_names_the_first_run_until_one_finishes_then_shows_both_depths(tmp_path):
+    deep_path = experiment_files(tmp_path)
+    svg = tmp_path / "gap.svg"
+    first = "`mixer-run experiments/shallow.yaml --only a --seeds 1`"  # the shallower file's first row
+    assert depth.landing(deep_path, svg) == f"No run has finished yet; the first is {first}.\n"
+    finish(tmp_path, "shallow", "base", 30.0)
+    page = depth.landing(deep_path, svg)
+    assert page.startswith(depth.side_by_side(deep_path)) and page.endswith("(docs/gap.svg)\n")
+
+
+def test_what_moved_with_depth_is_the_depth_rule_over_four_rows_seeds(tmp_path):
+    """Version 4's rule: a row's change of gap from 2+2 to 6+6, judged by
+    ``claims.gap_change_test`` with each depth's bootstrap sd from the verdict its report kept;
+    an indication until every one of the four rows has three seeds and each depth its sd."""
+    import shutil
+
+    from mixer_plugin.experiments import claims
+
+    deep_path = experiment_files(tmp_path, seeds=(1, 2, 3))
+    assert depth.moved_lines(deep_path) == (
+        "No row has its gap at both depths yet.\n\nWaiting for a gap at both depths: `a`, `b2 · c`.\n"
+    )
+    scores = {
+        ("shallow", "base"): [30.0, 30.2, 29.8],
+        ("shallow", "a"): [28.4, 28.5, 28.6],  # -1.5
+        ("deep", "base"): [31.0, 31.2, 30.8],
+        ("deep", "a"): [31.0, 30.9, 31.1],  # 0.0: gained 1.5 with depth
+    }
+    for (exp, row), bleus in scores.items():
+        finish(tmp_path, exp, row, bleus[0])
+    [line, _, waits] = depth.moved_lines(deep_path).splitlines()  # seed 1 of each: 28.4 - 30.0 and 31.0 - 31.0
+    assert line == (
+        "- `a`: BLEU gap -1.60 at 2+2, +0.00 at 6+6; change +1.60: indication, it gained on `base` with depth "
+        "(seeds 1 and 1 at 2+2, 1 and 1 at 6+6; a reading needs 3 of each)."
+    )
+    assert waits == "Waiting for a gap at both depths: `b2 · c`."
+    for (exp, row), bleus in scores.items():
+        for seed, bleu in enumerate(bleus[1:], start=2):
+            finish(tmp_path, exp, row, bleu, seed)
+    for exp, sd in (("shallow", 0.1), ("deep", 0.2)):
+        kept = {"a": {"> base": {"metric": "bleu", "verdict": "x", "delta": 0, "sentence_sd": sd, "seeds": [3, 3]}}}
+        (tmp_path / exp / "claims.json").write_text(json.dumps(kept))
+    test = claims.gap_change_test(
+        *(scores[k] for k in [("deep", "a"), ("deep", "base"), ("shallow", "a"), ("shallow", "base")]), (0.2, 0.1)
+    )
+    assert test.p < claims.ALPHA
+    line = depth.moved_lines(deep_path).splitlines()[0]
+    assert line.endswith(
+        f": **moved with depth**, it gained on `base` (p {test.p:.3f}; seeds 3 and 3 at 2+2, 3 and 3 at 6+6)."
+    )
+    shutil.rmtree(tmp_path / "deep" / "runs" / "a")
+    for seed, bleu in enumerate([29.5, 29.6, 29.4], start=1):  # -1.5 again: the gap did not move
+        finish(tmp_path, "deep", "a", bleu, seed)
+    assert ": **did not move** (equivalence p " in depth.moved_lines(deep_path).splitlines()[0]
+
+
+def test_a_run_still_improving_at_the_budget_is_named_by_version_3s_rule(monkeypatch):
+    """Version 4's runs end at its budget; one whose best valid BLEU came within version 3's
+    stretch (8 validations of 250 updates) before its last update was still improving."""
+    deep_path = depth.STUDIES["gap_by_depth_v4"][0]
+
+    def run(best_at, seed):
+        valid = [{"num_updates": u, "bleu": 20.0 + (u <= best_at) * u / 1000} for u in range(250, 7001, 250)]
+        return RunRecord("leaderboard_v4", "transformer", seed, 1, 7000, [], valid, {}, None)
+
+    runs = {"leaderboard_v4": {"transformer": [run(5250, 1), run(4750, 2)]}, "leaderboard_v4_deep": {}}
+    monkeypatch.setattr(depth, "kept_records", lambda exp: runs[exp.name])
+    assert depth.improving_lines(deep_path) == (
+        "Still improving at the budget by version 3's rule (a better valid BLEU within the last 2,000 updates): "
+        "`transformer` seed 1 at 2+2 (best 25.25 at update 5,250). "
+        "Not improving: `transformer` seed 2 at 2+2 (best 24.75 at update 4,750).\n"
+    )
+    runs["leaderboard_v4"] = {}
+    assert depth.improving_lines(deep_path) == "No run has finished yet.\n"

@@ -165,6 +165,7 @@ class Judgement:
     test: Optional[SeedTest]  # None: fewer than MIN_SEEDS seeds on a side
     sentences_p: float  # the paired bootstrap's p over sentences alone (what the rule used before)
     seeds: tuple  # (this row's seeds, the other's)
+    sentence_sd: float = 0.0  # the paired bootstrap's sd of the gap (the depth rule reads it back)
 
 
 def judge(
@@ -182,7 +183,8 @@ def judge(
         raise ValueError("a claim needs a score of each row")
     delta = statistics.mean(mine) - statistics.mean(theirs)
     test = seed_test(mine, theirs, sentence_sd)
-    return Judgement(verdict(relation, delta, test, claimed), delta, test, sentences_p, (len(mine), len(theirs)))
+    seeds = (len(mine), len(theirs))
+    return Judgement(verdict(relation, delta, test, claimed), delta, test, sentences_p, seeds, sentence_sd)
 
 
 def seed_signs(

@@ -1,4 +1,4 @@
-"""Version 3's depth question on the pages: each row of the 6+6 table beside its row in the 2+2
+"""The depth question of versions 3 and 4 on the pages: each row of the 6+6 table beside its row in the 2+2
 table (the deeper file's ``beside:``), as the protocol page's table of both settings and its figure of
 each row's gap to its baseline at both, read from the committed records (``archive.kept_record``)
 and the verdicts each report kept (``verdicts.VERDICTS``).
@@ -21,15 +21,25 @@ from typing import Callable, Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape
 
 from ..paths import CHECKOUT
+from . import claims
 from .archive import kept_records, results_path
-from .collect import PRIMARY
+from .argv import flag_value
+from .collect import PRIMARY, peak, selection, train_flags
 from .spec import Claim, Experiment, Model
 from .spec_loader import load
 from .table import mean_sd, waiting
 from .verdicts import claim_metric, kept_verdicts, verdict_cell
 
-DEEP = CHECKOUT / "experiments" / "leaderboard_v3_deep.yaml"
-FIGURE = CHECKOUT / "docs" / "gap_by_depth.svg"  # docs/leaderboard.md: ![...](gap_by_depth.svg)
+# each depth study's deeper file and its figure, an SVG whose whole is the one block named here
+# (``readme``): version 3's at d=256 and version 4's at the width its pilot chose
+STUDIES = {
+    "gap_by_depth": (CHECKOUT / "experiments" / "leaderboard_v3_deep.yaml", CHECKOUT / "docs" / "gap_by_depth.svg"),
+    "gap_by_depth_v4": (
+        CHECKOUT / "experiments" / "leaderboard_v4_deep.yaml",
+        CHECKOUT / "docs" / "gap_by_depth_v4.svg",
+    ),
+}
+DEEP, FIGURE = STUDIES["gap_by_depth"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,108 @@ def side_by_side(deep_path: Path = DEEP) -> str:
     return "\n".join([*lines, "", " ".join(below)]) + "\n"
 
 
+def landing(deep_path: Path, svg: Path) -> str:
+    """A depth study on the landing page: its two-depth table and its figure (``svg``, in
+    docs/) once a run has finished, else one line naming the run that comes first (the
+    shallower file's first row)."""
+    deep = load(deep_path)
+    shallow = load(deep.path.parent / deep.beside.path)
+    if not any(kept_records(exp) for exp in (shallow, deep)):
+        first = next(iter(shallow.models.values()))
+        return (
+            f"No run has finished yet; the first is `mixer-run experiments/{shallow.path.name} "
+            f"--only {first.name} --seeds {first.seeds[0]}`.\n"
+        )
+    return side_by_side(deep_path) + f"\n![Each row's gap to its baseline at both depths](docs/{svg.name})\n"
+
+
+def moved_lines(deep_path: Path) -> str:
+    """What moved with depth (docs/leaderboard.md, version 4, its rule fixed before its first
+    run): a line for each row with a gap at both depths, the change of that gap judged by
+    ``claims.gap_change_test`` over the four rows' seeds, each depth's sentences from the
+    verdict its report kept for the claim against the baseline; an indication with its sign
+    where a row has fewer than ``claims.MIN_SEEDS`` or a kept verdict no bootstrap's sd."""
+    rows = pairs(load(deep_path))
+    named = {(s.exp.name, s.model.name): s for pair in rows for s in pair if s.model is not None}
+    lines, waits = [], []
+    for x, y in rows:
+        if x.model is None or y.model is None or y.is_baseline:
+            continue
+        if x.gap is None or y.gap is None:
+            waits.append(label(x, y))
+            continue
+        base = y.model.score.baseline
+        bx, by = named[x.exp.name, base], named[y.exp.name, base]
+        sds = [against(s, base).get("sentence_sd") for s in (y, x)]
+        test = None if None in sds else claims.gap_change_test(y.scores, by.scores, x.scores, bx.scores, tuple(sds))
+        change = y.gap - x.gap
+        way = f"{'gained on' if change > 0 else 'lost ground to'} `{base}`"
+        metric = metric_name(y.model)
+        head = (
+            f"- `{label(x, y)}`: {metric} gap {x.gap:+.2f} at {setting(x)}, {y.gap:+.2f} at {setting(y)}; "
+            f"change {change:+.2f}"
+        )
+        # the seeds of the row and of its baseline at each depth
+        counted = "seeds " + ", ".join(
+            f"{len(a.scores)} and {len(b.scores)} at {setting(a)}" for a, b in [(x, bx), (y, by)]
+        )
+        if test is None:
+            needs = f"a reading needs {claims.MIN_SEEDS} of each"
+            lines.append(f"{head}: indication, it {way} with depth ({counted}; {needs}).")
+        elif test.p < claims.ALPHA:
+            lines.append(f"{head}: **moved with depth**, it {way} (p {test.p:.3f}; {counted}).")
+        elif test.p_equal < claims.ALPHA:
+            lines.append(f"{head}: **did not move** (equivalence p {test.p_equal:.3f}; {counted}).")
+        else:
+            lines.append(f"{head}: inconclusive (p {test.p:.3f}, equivalence p {test.p_equal:.3f}; {counted}).")
+    if not lines:
+        lines.append("No row has its gap at both depths yet.")
+    if waits:
+        lines.append(f"\nWaiting for a gap at both depths: {', '.join(f'`{w}`' for w in waits)}.")
+    return "\n".join(lines) + "\n"
+
+
+def improving_lines(deep_path: Path) -> str:
+    """Which finished runs of an equal-budget study were still improving at the budget, read by
+    version 3's stopping rule (docs/leaderboard.md, version 4, "Budget"): a better validation
+    within the rule's stretch (its patience times its validation interval) before the last
+    update.  One line for each kind, runs named by row, seed and depth."""
+    v3 = load(STUDIES["gap_by_depth"][0])
+    rule_of = next(iter(v3.models.values()))
+    stretch = selection(v3, rule_of).patience * int(flag_value(train_flags(v3, rule_of), "--save-interval-updates"))
+    deep = load(deep_path)
+    found: Dict[bool, List[str]] = {True: [], False: []}
+    for exp in (load(deep.path.parent / deep.beside.path), deep):
+        for name, records in kept_records(exp).items():
+            for r in records:
+                top = peak(r, selection(exp, exp.models[name]))
+                if top is not None:
+                    said = (
+                        f"`{name}` seed {r.seed} at {setting_of(exp)} (best {top.value:.2f} at update {top.update:,})"
+                    )
+                    found[r.last_update - top.update < stretch].append(said)
+    if not any(found.values()):
+        return "No run has finished yet.\n"
+    return (
+        f"Still improving at the budget by version 3's rule (a better valid BLEU within the last {stretch:,} "
+        f"updates): {', '.join(found[True]) or 'none'}. Not improving: {', '.join(found[False]) or 'none'}.\n"
+    )
+
+
+def against(s: Side, base: str) -> dict:
+    """The kept verdict of a row's claim against ``base``, {} where it has none."""
+    return next((v for c, v in s.verdicts.items() if c.split(" ")[-1] == base), {})
+
+
+def setting(s: Side) -> str:
+    """A table's depth as the lines say it ("2+2"), from its setting, else its name."""
+    return setting_of(s.exp)
+
+
+def setting_of(exp: Experiment) -> str:
+    return exp.setting.split(" ")[0] if exp.setting else exp.name
+
+
 def metric_name(m: Model) -> str:
     key = claim_metric(m)
     return PRIMARY.get(key, key)
@@ -217,9 +329,8 @@ def figure(deep_path: Path = DEEP) -> str:
 
 def waiting_for(x: Side, y: Side) -> str:
     """What a row's points wait for, said at the figure's right ("" once both are drawn)."""
-    depth = lambda s: s.exp.setting.split(" ")[0] or s.exp.name  # noqa: E731  ("6+6")
-    runs = [depth(s) for s in (x, y) if s.model is not None and not s.scores]
-    base = [depth(s) for s in (x, y) if s.scores and s.gap is None]
+    runs = [setting(s) for s in (x, y) if s.model is not None and not s.scores]
+    base = [setting(s) for s in (x, y) if s.scores and s.gap is None]
     said = [f"not finished at {', '.join(runs)}"] if runs else []
     said += [f"at {', '.join(base)}, its baseline not finished"] if base else []
     return "; ".join(said)

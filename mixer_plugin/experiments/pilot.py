@@ -10,6 +10,8 @@ the budget the protocol chooses are read from measurements and typed nowhere:
 
 import json
 import re
+import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -96,7 +98,7 @@ def peak_lines(root: Path = CHECKOUT) -> str:
     records = kept_records(exp)
     if not records:
         return f"Not finished yet (`mixer-run {PEAKS}`)."
-    lines = []
+    lines, bench = [], bench_speeds(root)
     for name, runs in records.items():
         chosen = selection(exp, exp.models[name])
         every = validation_every(exp, name)
@@ -116,9 +118,32 @@ def peak_lines(root: Path = CHECKOUT) -> str:
                 f"- `{name}` (seed {record.seed}, {record.params or 0:,} parameters): valid {chosen.metric} "
                 f"(greedy) peaked at update {top.update:,} at {top.value:.2f}; {ended}. "
                 f"{wall / 3600:.2f} h by the clock to its last update, validations in "
-                f"({record.last_update / wall:.2f} updates/s)."
+                f"({record.last_update / wall:.2f} updates/s).{against_bench(record, bench.get(name), root)}"
             )
     return "\n".join(lines) + f"\n\nFrom the committed records of `{PEAKS}` (`results/{exp.name}/runs/`)."
+
+
+def bench_speeds(root: Path) -> Dict[str, float]:
+    """A pilot row's name (``transformer_6x6_d128``) -> its fp32 speed in the benchmark."""
+    return {f"{row}_{n}x{n}_d{d}": by["fp32"] for (d, n, row), by in speeds(measured(root)).items() if "fp32" in by}
+
+
+def against_bench(record: RunRecord, bench: Optional[float], root: Path) -> str:
+    """A long training's own speed beside the benchmark's for its row: fairseq's median
+    updates/s over its logged intervals (an interval with a validation reads low, the median
+    leaves those out), which the benchmark's 60 updates may overstate."""
+    median = median_ups(record)
+    if median is None or bench is None:
+        return ""
+    return (
+        f" fairseq's median updates/s over its logged intervals: {median:.2f}, against {bench:.2f} for this row in "
+        f"the speed benchmark ({median / bench:.2f}x)."
+    )
+
+
+def median_ups(record: RunRecord) -> Optional[float]:
+    ups = [p["ups"] for p in record.train if "ups" in p]
+    return statistics.median(ups) if ups else None
 
 
 # ------------------------------------------------------------ the rule (docs/leaderboard.md, version 4)
@@ -149,14 +174,28 @@ def affords(ups: float, valid_s: float, every: int) -> int:
     return int(SESSION_S // (every / ups + valid_s)) * every
 
 
-def rule_lines(root: Path = CHECKOUT) -> str:
-    """Rules 1 and 2 applied to the pilot's measurements: at each width, what the slowest 6+6 row
-    trains in a session and the peak the 6+6 transformer would need; then the width chosen, or
-    the equal update budget."""
+@dataclass(frozen=True)
+class Rule:
+    """Rules 1 and 2 read off the pilot: a line per width, the width chosen, and the equal
+    update budget (None where rule 1 chose a width: its runs train to the stopping rule);
+    ``valid_s`` and ``every``: the peak run's seconds a validation and updates between them."""
+
+    lines: List[str]
+    width: int
+    budget: Optional[int]
+    valid_s: float
+    every: int
+    ratio: Optional[float] = None  # the peak run's own speed over the benchmark's for its row
+
+
+def rule(root: Path = CHECKOUT) -> Optional[Rule]:
+    """Rules 1 and 2 applied to the pilot's measurements (None until its speeds and its peak
+    run are committed): at each width, what the slowest 6+6 row trains in a session and the
+    peak the 6+6 transformer would need; then the width chosen, or the equal update budget."""
     runs, exp = measured(root), load(root / PEAKS)
     records = kept_records(exp)
     if not runs or not records:
-        return "Waiting for the pilot's speeds and its peak run."
+        return None
     name, (record, *_) = next(iter(records.items()))
     chosen = selection(exp, exp.models[name])
     every = validation_every(exp, name)
@@ -193,15 +232,26 @@ def rule_lines(root: Path = CHECKOUT) -> str:
                 else f"its rule had not ended it by its cap, update {record.last_update:,}"
             )
             lines.append(f"{said}: {ended}, its best at update {top.update:,}: does not pass.")
+    own, bench = median_ups(record), bench_speeds(root).get(name)
+    ratio = own / bench if own and bench else None
     if passed:
-        verdict = f"Rule 1 chooses d={passed}: both depths train to version 3's stopping rule."
+        return Rule(lines, passed, None, valid_s, every, ratio)
+    return Rule(lines, WIDTHS[-1], affords_at_narrowest(runs, valid_s, every), valid_s, every, ratio)
+
+
+def rule_lines(root: Path = CHECKOUT) -> str:
+    """The rule's arithmetic on the protocol page, a line per width, then its choice."""
+    got = rule(root)
+    if got is None:
+        return "Waiting for the pilot's speeds and its peak run."
+    if got.budget is None:
+        verdict = f"Rule 1 chooses d={got.width}: both depths train to version 3's stopping rule."
     else:
-        budget = affords_at_narrowest(runs, valid_s, every)
         verdict = (
-            f"No width passes rule 1. Rule 2: every row at both depths trains at d={WIDTHS[-1]} "
-            f"({precision_at(WIDTHS[-1])}) for {budget:,} updates, an equal update budget."
+            f"No width passes rule 1. Rule 2: every row at both depths trains at d={got.width} "
+            f"({precision_at(got.width)}) for {got.budget:,} updates, an equal update budget."
         )
-    return "\n".join([*lines, "", verdict])
+    return "\n".join([*got.lines, "", verdict])
 
 
 def slowest_deep(runs: Dict[str, dict], d: int) -> Optional[tuple]:
@@ -257,3 +307,68 @@ def recipe_lines(root: Path = CHECKOUT) -> str:
         )
     source = f"From the committed records of `{RECIPE}` (`results/{exp.name}/runs/`): sacreBLEU of checkpoint_last.pt"
     return "\n".join([*lines, "", said, "", source + ", greedy, the whole validation set."])
+
+
+# ------------------------------------------------------------ the study's cost (version 4's files)
+STUDY = ("experiments/leaderboard_v4.yaml", "experiments/leaderboard_v4_deep.yaml")  # its 2+2 and 6+6 files
+STAND_INS = ("transformer", "multinn")  # a row the pilot did not time counts at the slower of these
+
+
+def cost_lines(root: Path = CHECKOUT) -> str:
+    """The study's machine-hours at the pilot's speeds in rule 3's precision: each row's
+    training at each depth (its updates at its pilot speed, a validation of the peak run's
+    length every ``every`` updates), the runs the files plan (their seeds), and the most the
+    seeds rule can add (seeds 2 and 3 of every other row).  Decoding and averaging are out."""
+    got, runs = rule(root), measured(root)
+    if got is None or got.budget is None:
+        return "Waiting for the rule's equal update budget."
+    ups = speeds(runs)
+    precision = precision_at(got.width)
+    head = "| row | " + " | ".join(f"{f.split('/')[1][:-5]}: hours a run" for f in STUDY) + " |"
+    lines, planned, most = [head, "|---|" + "---:|" * len(STUDY)], 0.0, 0.0
+    exps = [load(root / f) for f in STUDY]
+    stood_in, slowest, runs_h = [], (0.0, "", ""), []
+    for name in exps[0].models:
+        cells = []
+        for exp in exps:
+            flags = train_flags(exp, exp.models[name])
+            layers, d = (int(flag_value(flags, f)) for f in ("--encoder-layers", "--encoder-embed-dim"))
+            if (d, layers, name) in ups:
+                speed = ups[d, layers, name][precision]
+            else:
+                speed = min(ups[d, layers, row][precision] for row in STAND_INS)
+                stood_in.append(name)
+            hours = (got.budget / speed + got.budget // got.every * got.valid_s) / 3600
+            planned += hours * len(exp.models[name].seeds)
+            most += hours * max(3, len(exp.models[name].seeds))
+            cells.append(f"{hours:.2f}")
+            slowest = max(slowest, (hours, name, f"{layers}+{layers}"))
+            runs_h += [hours] * len(exp.models[name].seeds)
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    said = ", ".join(f"`{n}`" for n in dict.fromkeys(stood_in))
+    return "\n".join(
+        [
+            *lines,
+            "",
+            f"At {got.budget:,} updates and d={got.width} in {precision}, at the pilot's speeds (a row it did not "
+            f"time, {said}, at the slower of `{'` and `'.join(STAND_INS)}` at its depth) with a validation of "
+            f"{got.valid_s:.0f} s every {got.every} updates; decoding out. The runs the files plan (three seeds of "
+            f"the transformer, one of every other row): {planned:.0f} machine-hours; with seeds 2 and 3 for every "
+            f"other row, the most the seeds rule can ask: {most:.0f}.",
+            *([slower(got, slowest, runs_h)] if got.ratio else []),
+        ]
+    )
+
+
+def slower(got: Rule, slowest: tuple, runs_h: List[float]) -> str:
+    """The cost again at the peak run's own speed, its ratio to the benchmark's applied to
+    every row's training (validations as measured): the slowest run, and the planned runs
+    (``runs_h``: each one's hours at the benchmark's speed)."""
+    hours, name, depth = slowest
+    valid_h = got.budget // got.every * got.valid_s / 3600
+    at = lambda h: (h - valid_h) / got.ratio + valid_h  # noqa: E731  (training slower, validations not)
+    return (
+        f"\nAt the peak run's own speed, {got.ratio:.2f}x the benchmark's for its row (above), applied to every "
+        f"row: the slowest run, `{name}` at {depth}, {at(hours):.2f} h; the planned runs "
+        f"{sum(map(at, runs_h)):.0f} machine-hours."
+    )

@@ -21,6 +21,7 @@ change (``publish.refresh_pages``).
 import argparse
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
@@ -38,13 +39,13 @@ from .verdicts import claims_beside, kept_verdicts, moved, said
 README = CHECKOUT / "README.md"
 # the pages with generated blocks: the landing page, the protocol page that keeps the tables of the
 # leaderboard's earlier versions, the picture of the layers (``layout``), the campaigns' findings
-# (``findings``) and the protocol page's figure of version 3's depths, an SVG whose whole is one block (``depth``)
+# (``findings``) and the protocol page's figures of the depth studies, SVGs each one block (``depth``)
 PAGES = (
     README,
     CHECKOUT / "docs" / "leaderboard.md",
     CHECKOUT / "docs" / "layers.md",
     *findings.pages(),
-    depth.FIGURE,
+    *(svg for _, svg in depth.STUDIES.values()),
 )
 # the pages ``figures`` reads for figures typed by hand: every page a reader is sent to
 FIGURE_PAGES = (README, *sorted((CHECKOUT / "docs").glob("*.md")), *findings.pages())
@@ -153,14 +154,19 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "leaderboard_converged": lambda: score_table("leaderboard_converged", {"bleu": "BLEU", "chrf": "chrF"}),
     "leaderboard_converged_landing": lambda: landing_table("leaderboard_converged"),
     "verdicts_moved": lambda: verdicts_moved(load(CHECKOUT / "experiments" / "leaderboard_converged.yaml")),
-    # version 3: its two depths side by side, and the figure of each row's gap at both (``depth``)
+    # versions 3 and 4: their two depths side by side, and the figure of each row's gap at both (``depth``)
     "leaderboard_v3_depths": depth.side_by_side,
-    "gap_by_depth": depth.figure,
+    "leaderboard_v4_depths": partial(depth.side_by_side, depth.STUDIES["gap_by_depth_v4"][0]),
+    "leaderboard_v4_landing": partial(depth.landing, *depth.STUDIES["gap_by_depth_v4"]),
+    "leaderboard_v4_moved": partial(depth.moved_lines, depth.STUDIES["gap_by_depth_v4"][0]),
+    "leaderboard_v4_improving": partial(depth.improving_lines, depth.STUDIES["gap_by_depth_v4"][0]),
+    **{name: partial(depth.figure, deep) for name, (deep, _) in depth.STUDIES.items()},
     # the depth study's pilot: speeds by depth, width and precision (``pilot``)
     "depth_pilot_speed": pilot.speed_table,
     "depth_pilot_peak": pilot.peak_lines,
     "depth_pilot_rule": pilot.rule_lines,
     "depth_pilot_recipe": pilot.recipe_lines,
+    "depth_v4_cost": pilot.cost_lines,
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
     # the campaigns' findings pages (``findings``)

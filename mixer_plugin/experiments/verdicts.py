@@ -45,6 +45,7 @@ def kept(j: claims.Judgement, claim: Claim, metric: str) -> dict:
         "p": None if t is None else round(t.p, 4),
         "p_equal": None if t is None or claim.relation != "~" else round(t.p_equal, 4),
         "sentences_p": j.sentences_p,
+        "sentence_sd": round(j.sentence_sd, 4),
         "seeds": list(j.seeds),
     }
 
