@@ -23,8 +23,8 @@ from xml.sax.saxutils import escape
 from ..paths import CHECKOUT
 from . import claims
 from .archive import kept_records, results_path
-from .argv import flag_value
-from .collect import PRIMARY, peak, selection, train_flags
+from .collect import PRIMARY, peak, selection
+from .pilot import validation_every
 from .spec import Claim, Experiment, Model
 from .spec_loader import load
 from .table import mean_sd, waiting
@@ -181,12 +181,12 @@ def moved_lines(deep_path: Path) -> str:
         way = f"{'gained on' if change > 0 else 'lost ground to'} `{base}`"
         metric = metric_name(y.model)
         head = (
-            f"- `{label(x, y)}`: {metric} gap {x.gap:+.2f} at {setting(x)}, {y.gap:+.2f} at {setting(y)}; "
-            f"change {change:+.2f}"
+            f"- `{label(x, y)}`: {metric} gap {x.gap:+.2f} at {setting_of(x.exp)}, "
+            f"{y.gap:+.2f} at {setting_of(y.exp)}; change {change:+.2f}"
         )
         # the seeds of the row and of its baseline at each depth
         counted = "seeds " + ", ".join(
-            f"{len(a.scores)} and {len(b.scores)} at {setting(a)}" for a, b in [(x, bx), (y, by)]
+            f"{len(a.scores)} and {len(b.scores)} at {setting_of(a.exp)}" for a, b in [(x, bx), (y, by)]
         )
         if test is None:
             needs = f"a reading needs {claims.MIN_SEEDS} of each"
@@ -211,7 +211,7 @@ def improving_lines(deep_path: Path) -> str:
     update.  One line for each kind, runs named by row, seed and depth."""
     v3 = load(STUDIES["gap_by_depth"][0])
     rule_of = next(iter(v3.models.values()))
-    stretch = selection(v3, rule_of).patience * int(flag_value(train_flags(v3, rule_of), "--save-interval-updates"))
+    stretch = selection(v3, rule_of).patience * validation_every(v3, rule_of.name)
     deep = load(deep_path)
     found: Dict[bool, List[str]] = {True: [], False: []}
     for exp in (load(deep.path.parent / deep.beside.path), deep):
@@ -236,12 +236,8 @@ def against(s: Side, base: str) -> dict:
     return next((v for c, v in s.verdicts.items() if c.split(" ")[-1] == base), {})
 
 
-def setting(s: Side) -> str:
-    """A table's depth as the lines say it ("2+2"), from its setting, else its name."""
-    return setting_of(s.exp)
-
-
 def setting_of(exp: Experiment) -> str:
+    """A table's depth as the lines say it ("2+2"), from its setting, else its name."""
     return exp.setting.split(" ")[0] if exp.setting else exp.name
 
 
@@ -329,8 +325,8 @@ def figure(deep_path: Path = DEEP) -> str:
 
 def waiting_for(x: Side, y: Side) -> str:
     """What a row's points wait for, said at the figure's right ("" once both are drawn)."""
-    runs = [setting(s) for s in (x, y) if s.model is not None and not s.scores]
-    base = [setting(s) for s in (x, y) if s.scores and s.gap is None]
+    runs = [setting_of(s.exp) for s in (x, y) if s.model is not None and not s.scores]
+    base = [setting_of(s.exp) for s in (x, y) if s.scores and s.gap is None]
     said = [f"not finished at {', '.join(runs)}"] if runs else []
     said += [f"at {', '.join(base)}, its baseline not finished"] if base else []
     return "; ".join(said)

@@ -118,7 +118,7 @@ def peak_lines(root: Path = CHECKOUT) -> str:
                 f"- `{name}` (seed {record.seed}, {record.params or 0:,} parameters): valid {chosen.metric} "
                 f"(greedy) peaked at update {top.update:,} at {top.value:.2f}; {ended}. "
                 f"{wall / 3600:.2f} h by the clock to its last update, validations in "
-                f"({record.last_update / wall:.2f} updates/s).{against_bench(record, bench.get(name), root)}"
+                f"({record.last_update / wall:.2f} updates/s).{against_bench(record, bench.get(name))}"
             )
     return "\n".join(lines) + f"\n\nFrom the committed records of `{PEAKS}` (`results/{exp.name}/runs/`)."
 
@@ -128,7 +128,7 @@ def bench_speeds(root: Path) -> Dict[str, float]:
     return {f"{row}_{n}x{n}_d{d}": by["fp32"] for (d, n, row), by in speeds(measured(root)).items() if "fp32" in by}
 
 
-def against_bench(record: RunRecord, bench: Optional[float], root: Path) -> str:
+def against_bench(record: RunRecord, bench: Optional[float]) -> str:
     """A long training's own speed beside the benchmark's for its row: fairseq's median
     updates/s over its logged intervals (an interval with a validation reads low, the median
     leaves those out), which the benchmark's 60 updates may overstate."""
