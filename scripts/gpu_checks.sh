@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every check that needs a GPU, for a session that is lent one:
 #
-#   bash scripts/gpu_checks.sh [PART ...]       PART: tests smoke bench decode hard (default: the first four)
+#   bash scripts/gpu_checks.sh [PART ...]       PART: tests smoke bench decode hard v3speed (default: the first four)
 #
 #   tests   the CUDA test cases: torch.autocast fp16 and bf16 forward + backward for every
 #           mixer in every role (the battery; they skip on a machine without a GPU)
@@ -13,6 +13,9 @@
 #           hard-retrieval ceiling (mixer-bench decode)
 #   hard    hard retrieval's gap at Transformer-Base size with the paper's batch, bf16
 #           (experiments/hard_base_gpu.yaml through the runner: two trainings, valid BLEU)
+#   v3speed version 3's rows of the depth question, each trained alone for 300 updates in bf16
+#           at 2+2 and 6+6 (mixer-bench train): the single-run speed docs/leaderboard.md's
+#           GPU-hours for the full-scale study read (``gpu_cost``)
 #
 # The device tool gives a session 15 minutes of machine time in all (the start, about 30 s,
 # included) and one command at most 10 minutes, so a session runs what is still missing,
@@ -46,7 +49,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PARTS=("$@")
 [[ ${#PARTS[@]} -gt 0 ]] || PARTS=(tests smoke bench decode)
 for part in "${PARTS[@]}"; do
-  case $part in tests|smoke|bench|decode|hard) ;; *) echo "gpu_checks: unknown part '$part' (tests, smoke, bench, decode, hard)"; exit 2;; esac
+  case $part in tests|smoke|bench|decode|hard|v3speed) ;; *) echo "gpu_checks: unknown part '$part' (tests, smoke, bench, decode, hard, v3speed)"; exit 2;; esac
 done
 TAG=$(IFS=_; echo "${PARTS[*]}")
 WORKDIR=work/gpu  # git-ignored; kept between calls while the machine is warm
@@ -159,6 +162,16 @@ for part in "${PARTS[@]}"; do
       experiments/hard_base_gpu.yaml --jobs 1 --threads 8
     # the results file, its plots and its runs' records, to unpack into results/ as they are
     cp -r results/hard_base_gpu.md results/hard_base_gpu "$OUT_DIR/" 2>/dev/null || STATUS=1
+    ;;
+  v3speed)
+    say "v3speed: version 3's rows trained alone on the GPU, bf16, at 2+2 and 6+6"
+    data
+    # the rows of the depth question; the cost block gives any other row the slowest of these
+    for file in leaderboard_v3 leaderboard_v3_deep; do
+      step 240 env PRECISION=bf16 MIXER_WORK=$WORKDIR "$PY" -m mixer_plugin.bench train experiments/$file.yaml \
+        --updates 300 --rounds 1 --only transformer,multinn,enc_sa_dec_multinn,lightconv,dynamicconv \
+        --md "$OUT_DIR/bench_train_${file}_cuda.md"
+    done
     ;;
   esac
 done

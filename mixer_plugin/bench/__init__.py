@@ -10,6 +10,7 @@ nothing, and each records its command, machine, load and date beside its tables.
     mixer-bench decode       fairseq-generate speed of every decoder mixer over output length
     mixer-bench decode-ops   where a decoding step's time goes, op by op (torch.profiler)
     mixer-bench train        fairseq-train words/s of whole models (the leaderboard's)
+    mixer-bench flops        FLOPs of one training update of whole models (counted, not timed)
 
 ``mixer-bench NAME --help`` shows a benchmark's options; results go to
 ``results/bench/bench_<name>_<device>.{md,json}`` unless ``--md`` / ``--json`` say otherwise.
@@ -36,6 +37,7 @@ BENCHMARKS = {
     "decode": "decode",
     "decode-ops": "decode_ops",
     "train": "train",
+    "flops": "train_flops",
 }
 
 

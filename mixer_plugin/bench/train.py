@@ -2,6 +2,7 @@
 one after another on an otherwise idle machine, beside the layer benchmark's ratio.
 
     mixer-bench train experiments/leaderboard.yaml            # -> results/bench/bench_train_cpu.{md,json}
+    PRECISION=bf16 mixer-bench train experiments/leaderboard_v3.yaml   # on a GPU: bench_train_cuda.*
     mixer-bench train experiments/leaderboard.yaml --updates 40 --only transformer,multinn
 
 A benchmark, not a test.  Each model trains ``--updates`` updates with the experiment's
@@ -97,6 +98,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     models = [m for m in exp.models.values() if m.arch and (not args.only or m.name in args.only.split(","))]
     import torch
 
+    # fairseq-train takes the GPU where there is one (the commands add --cpu only where not)
+    device = f"GPU ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "CPU"
     env = command_env()  # all threads, the runner's allocator settings
     t0, load_start = time.time(), " ".join(f"{v:.2f}" for v in os.getloadavg())
     speeds = {m.name: [] for m in models}
@@ -151,6 +154,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         "torch": torch.__version__,
         "precision": os.environ.get("PRECISION", "fp32"),
         "cpu": cpu_name(),
+        "device": device,
         "threads": torch.get_num_threads(),
         "load_start": load_start,
         "load_end": " ".join(f"{v:.2f}" for v in os.getloadavg()),
@@ -160,7 +164,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         "experiment": str(exp.path),
     }
     lines = [
-        f"# End-to-end training speed: {exp.name} (CPU)",
+        f"# End-to-end training speed: {exp.name} ({device})",
         "",
         f"- command: `{meta['command']}`",
         f"- date: {meta['date']}; {meta['cpu']}; torch {meta['torch']}, {meta['threads']} threads, "
@@ -183,7 +187,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             f"{', '.join(f'{x:,.0f}' for x in r['rounds'])} | {lr} |"
         )
     lines += ["", f"One command in full: `{commands[models[0].name]}`", ""]
-    out_md = args.md or str(RESULTS / "bench_train_cpu.md")
+    out_md = args.md or str(RESULTS / f"bench_train_{'cpu' if device == 'CPU' else 'cuda'}.md")
     write_outputs(
         out_md, args.json or str(Path(out_md).with_suffix(".json")), "\n".join(lines), {"meta": meta, "rows": rows}
     )

@@ -27,7 +27,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from ..files import atomic_path
 from ..paths import CHECKOUT, shown
-from . import depth, figures, findings, layout, pilot
+from . import depth, figures, findings, gpu_cost, layout, pilot
 from .archive import kept_records, results_path
 from .collect import PRIMARY, peak, selection
 from .figures import BLOCK
@@ -167,6 +167,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "depth_pilot_rule": pilot.rule_lines,
     "depth_pilot_recipe": pilot.recipe_lines,
     "depth_v4_cost": pilot.cost_lines,
+    "v3_gpu_cost": gpu_cost.lines,
     "layers": layout.layers_block,
     "run_flow": layout.run_flow_block,
     # the campaigns' findings pages (``findings``)
