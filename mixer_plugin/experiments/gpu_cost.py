@@ -38,8 +38,13 @@ def link(pattern: str) -> str:
     return f"[`{Path(path).name}`](../{path})"
 
 
-def rows_of(path: Path) -> Dict[str, dict]:
-    return {r["model"]: r for r in json.loads(path.read_text())["rows"]} if path.is_file() else {}
+def payload(path: Path) -> dict:
+    """A benchmark's JSON (empty where it has not run)."""
+    return json.loads(path.read_text()) if path.is_file() else {"meta": {}, "rows": []}
+
+
+def rows_of(got: dict) -> Dict[str, dict]:
+    return {r["model"]: r for r in got["rows"]}
 
 
 def per_row(
@@ -53,14 +58,15 @@ def per_row(
 
 def lines(root: Path = CHECKOUT) -> str:
     runs = planned(root)
-    flops = {name: rows_of(root / FLOPS.format(name)) for name in FILES}
-    speed = {name: rows_of(root / SPEED.format(name)) for name in FILES}
+    flops = {name: rows_of(payload(root / FLOPS.format(name))) for name in FILES}
+    timed = {name: payload(root / SPEED.format(name)) for name in FILES}
+    speed = {name: rows_of(got) for name, got in timed.items()}
     n_runs = sum(seeds for _, _, seeds, _ in runs)
     caps = sorted({cap for *_, cap in runs})
     if not all(flops.values()):
         return f"Waiting for the FLOP count: `mixer-bench flops experiments/{FILES[0]}.yaml` (and the deep file)."
     total = sum(seeds * cap * per_row(flops[f], row, "gflops", max)[0] * 1e9 for f, row, seeds, cap in runs)
-    base = [flops[name].get("transformer") for name in FILES]
+    base = [flops[name]["transformer"] for name in FILES]
     count = (
         f"The FLOP count (`mixer-bench flops`, {link(FLOPS)} and "
         f"its deep twin): an update of the transformer is {base[0]['gflops']:.0f} GFLOP at "
@@ -84,7 +90,7 @@ def lines(root: Path = CHECKOUT) -> str:
         ups, stand_in = per_row(speed[f], row, "ups", min)
         hours += seeds * cap / ups / 3600
         stood_in += [f"`{row}`"] * stand_in
-    device = json.loads((root / SPEED.format(FILES[0])).read_text())["meta"]["device"]
+    device = timed[FILES[0]]["meta"]["device"]
     shares = [
         flops[name][row]["gflops"] * 1e9 * r["ups"] / H100_BF16_PEAK
         for name in FILES
